@@ -1,0 +1,4 @@
+export { SqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
+export { openSqlite, type OpenSqliteOptions } from './open-sqlite.js';
+export { migrateSqlite, SQLITE_SCHEMA_VERSION } from './sqlite-schema.js';
+export type { SqliteDatabase, SqliteStatement } from './sqlite-database.js';

@@ -1,0 +1,18 @@
+/**
+ * The subset of better-sqlite3's `Database` that Idem uses. Declared here so that the port and
+ * the executor never depend on the driver; any object with these methods will do.
+ */
+export interface SqliteStatement {
+  run(...params: unknown[]): { changes: number };
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+}
+
+export interface SqliteDatabase {
+  prepare(sql: string): SqliteStatement;
+  exec(sql: string): unknown;
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+  readonly inTransaction: boolean;
+  readonly open: boolean;
+  close(): unknown;
+}

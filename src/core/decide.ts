@@ -1,0 +1,46 @@
+import { IdemError } from './errors.js';
+import type { Existing, Receipt } from './receipt.js';
+
+export type Decision =
+  | { readonly kind: 'execute' }
+  | { readonly kind: 'replay'; readonly receipt: Receipt }
+  | { readonly kind: 'reject'; readonly error: IdemError };
+
+/**
+ * What to do with a call, given what the store holds for its identity. Pure: the same decision is
+ * taken on the lock-free read path and again inside the write transaction.
+ */
+export function decide(existing: Existing | undefined, requestFingerprint: string, now: number): Decision {
+  if (existing === undefined) return { kind: 'execute' };
+  if (existing.kind === 'tombstone') {
+    if (existing.tombstone.expiresAt <= now) return { kind: 'execute' };
+    return { kind: 'reject', error: expired(existing.tombstone.receiptExpiredAt) };
+  }
+  const { receipt } = existing;
+  if (receipt.expiresAt <= now) return { kind: 'reject', error: expired(receipt.expiresAt) };
+  if (receipt.fingerprint !== requestFingerprint) {
+    return {
+      kind: 'reject',
+      error: new IdemError(
+        'payload_conflict',
+        'this idempotency_key was already used with different arguments; nothing was changed',
+        {
+          nextAction:
+            'To repeat the original action, resend its original arguments with this key. For a new action, generate a new idempotency_key.',
+        },
+      ),
+    };
+  }
+  return { kind: 'replay', receipt };
+}
+
+function expired(at: number): IdemError {
+  return new IdemError(
+    'key_expired',
+    `this idempotency_key expired at ${new Date(at).toISOString()}; its result is no longer kept and it will not run again`,
+    {
+      nextAction:
+        'Check with a read tool whether the original action took effect; if a new action is wanted, generate a new idempotency_key.',
+    },
+  );
+}

@@ -1,0 +1,13 @@
+/**
+ * Structured logging port. Fields carry ids, names, codes and durations, never a request body, a
+ * token or any other private input: callers pass only what is safe to keep.
+ */
+export type LogFields = Record<string, string | number | boolean | undefined>;
+
+export interface Logger {
+  info(event: string, fields?: LogFields): void;
+  warn(event: string, fields?: LogFields): void;
+  error(event: string, fields?: LogFields): void;
+}
+
+export const silentLogger: Logger = { info() {}, warn() {}, error() {} };

@@ -1,0 +1,29 @@
+export { IdemError, isIdemError, toIdemError, ERROR_CODES, type ErrorCode, type IdemErrorOptions } from './core/errors.js';
+export { systemClock, type Clock } from './core/clock.js';
+export { validateIdempotencyKey, MAX_KEY_LENGTH } from './core/idempotency-key.js';
+export { canonicalArguments, fingerprint } from './core/fingerprint.js';
+export type { Scope, OperationIdentity } from './core/operation-identity.js';
+export type { Receipt, Tombstone, Existing } from './core/receipt.js';
+export type { JsonObject, JsonValue } from './core/json.js';
+export type { Logger, LogFields } from './core/logger.js';
+export { FaultPoints, type FaultPoint, type FaultAction } from './core/fault-points.js';
+export {
+  Executor,
+  DEFAULT_RETENTION_MS,
+  type Authorize,
+  type IdempotentOperation,
+  type CallRequest,
+  type CallOutcome,
+  type ExecutorOptions,
+} from './executor/executor.js';
+export type {
+  Store,
+  CommitUnit,
+  CommitOutcome,
+  EffectContext,
+  EffectResult,
+  SweepOptions,
+  SweepResult,
+  ListOptions,
+  SignalOption,
+} from './store/store.js';

@@ -1,0 +1,9 @@
+export {
+  registerIdempotentTool,
+  workspaceField,
+  idempotencyKeyField,
+  type IdempotentToolConfig,
+} from './register-idempotent-tool.js';
+export { idemResultShape, idemResultSchema, errorContent, toolResult, outcomeResult } from './tool-result.js';
+export { idempotencyInstructions, humanDuration } from './tool-description.js';
+export { principalOf, type RequestExtra } from './principal.js';

@@ -1,0 +1,98 @@
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z, type ZodRawShape } from 'zod';
+import { IdemError } from '../core/errors.js';
+import { MAX_KEY_LENGTH } from '../core/idempotency-key.js';
+import type { JsonObject } from '../core/json.js';
+import { DEFAULT_RETENTION_MS, Executor, type IdempotentOperation } from '../executor/executor.js';
+import type { EffectContext, EffectResult } from '../store/store.js';
+import { lenientObject } from './lenient-object.js';
+import { principalOf, type RequestExtra } from './principal.js';
+import { idemResultShape, outcomeResult, toolResult, errorContent } from './tool-result.js';
+import { idempotencyInstructions } from './tool-description.js';
+import { validateArguments } from './validate-arguments.js';
+
+export const workspaceField = z
+  .string()
+  .min(1)
+  .max(128)
+  .describe('The workspace to act in. It must be one that your credentials hold.');
+
+export const idempotencyKeyField = z
+  .string()
+  .min(1)
+  .max(MAX_KEY_LENGTH)
+  .regex(/^[\x20-\x7e]+$/)
+  .describe('A key you generate once per intended action and reuse on every retry of that action.');
+
+type ToolArgs<Shape extends ZodRawShape> = z.objectOutputType<Shape, z.ZodTypeAny> & { workspace: string };
+
+export interface IdempotentToolConfig<App, Shape extends ZodRawShape> {
+  /** The MCP tool name and the operation name in the identity. */
+  readonly name: string;
+  /** Part of the identity; bump it when the meaning of the arguments or the effect changes. */
+  readonly version: number;
+  readonly title?: string;
+  /** What the tool does; Idem appends the retry contract. */
+  readonly description: string;
+  /** The business arguments. Idem adds `workspace` and `idempotency_key`. */
+  readonly inputSchema: Shape;
+  /** How long a receipt replays. Default 24 hours. */
+  readonly retentionMs?: number;
+  /** Runs inside the store's transaction with the application handle (synchronously on SQLite). */
+  effect(app: App, args: ToolArgs<Shape>, context: EffectContext): EffectResult | Promise<EffectResult>;
+}
+
+/**
+ * Registers a mutating tool that keeps the retry contract. Every result, success or error, is a
+ * CallToolResult built here with `structuredContent` that fits the declared output schema; nothing
+ * is thrown to McpServer, which would flatten it into uncoded text.
+ */
+export function registerIdempotentTool<App, Shape extends ZodRawShape>(
+  server: McpServer,
+  executor: Executor<App>,
+  config: IdempotentToolConfig<App, Shape>,
+): RegisteredTool {
+  Executor.validate(config);
+  const retentionMs = config.retentionMs ?? DEFAULT_RETENTION_MS;
+  const fullShape = { ...config.inputSchema, workspace: workspaceField, idempotency_key: idempotencyKeyField };
+  const strict = z.object(fullShape).strict();
+  const operation: IdempotentOperation<App, ToolArgs<Shape>> = {
+    name: config.name,
+    version: config.version,
+    retentionMs,
+    effect: (app, args, context) => config.effect(app, args, context),
+  };
+
+  return server.registerTool(
+    config.name,
+    {
+      ...(config.title === undefined ? {} : { title: config.title }),
+      description: `${config.description}\n\n${idempotencyInstructions(retentionMs)}`,
+      inputSchema: lenientObject(fullShape),
+      outputSchema: idemResultShape,
+      annotations: { idempotentHint: true, readOnlyHint: false, destructiveHint: false },
+    },
+    async (raw: unknown, extra: RequestExtra) => {
+      const key = (raw as { idempotency_key?: unknown } | null)?.idempotency_key;
+      const parsed = validateArguments(strict, raw);
+      if (!parsed.ok) return toolResult(errorContent(parsed.error), true);
+      const principal = principalOf(extra);
+      if (principal === undefined) {
+        return toolResult(errorContent(new IdemError('forbidden', 'no authenticated principal')), true);
+      }
+      const { idempotency_key: _key, ...args } = parsed.value as ToolArgs<Shape> & { idempotency_key: string };
+      const outcome = await executor.run(operation, {
+        principal,
+        workspace: args.workspace,
+        key,
+        args: args as ToolArgs<Shape>,
+        signal: extra.signal,
+      });
+      const result = outcomeResult(outcome);
+      executor.faults.hit('before_reply');
+      return result;
+    },
+  );
+}
+
+export type { JsonObject };

@@ -1,0 +1,33 @@
+/** Renders a duration for a model to read: "24 hours", "90 minutes", "45 seconds". */
+export function humanDuration(ms: number): string {
+  const units: [number, string][] = [
+    [86_400_000, 'day'],
+    [3_600_000, 'hour'],
+    [60_000, 'minute'],
+    [1_000, 'second'],
+  ];
+  for (const [size, name] of units) {
+    if (ms % size === 0 && ms >= size) {
+      const n = ms / size;
+      if (name === 'day' && n === 1) return '24 hours';
+      return `${n} ${name}${n === 1 ? '' : 's'}`;
+    }
+  }
+  return `${ms} milliseconds`;
+}
+
+/**
+ * The retry contract in words a model follows: when to generate a key, when to reuse it, how long
+ * it stays valid, and how to inspect an uncertain outcome.
+ */
+export function idempotencyInstructions(retentionMs: number, statusTool = 'get_operation'): string {
+  const window = humanDuration(retentionMs);
+  return [
+    'Retry safety: this tool takes an idempotency_key.',
+    'Generate a new unique key (for example a UUID) once per intended action, before the first attempt, and keep it with your task state.',
+    'Reuse the same key with the same arguments for every retry of that action: after a timeout, a dropped connection, or a "busy" or "running" result. The original result then comes back with "replayed": true and the action is not performed twice.',
+    'Never reuse a key for a different action: a used key with different arguments is rejected as payload_conflict and nothing changes.',
+    `A key stays valid for ${window} after the action completed; a later retry gets key_expired and is not executed.`,
+    `If the outcome is uncertain, retry with the same key, or call ${statusTool} with the operation_id from an earlier result.`,
+  ].join(' ');
+}
