@@ -1,4 +1,11 @@
-export { IdemError, isIdemError, toIdemError, ERROR_CODES, type ErrorCode, type IdemErrorOptions } from './core/errors.js';
+export {
+  IdemError,
+  isIdemError,
+  toIdemError,
+  ERROR_CODES,
+  type ErrorCode,
+  type IdemErrorOptions,
+} from './core/errors.js';
 export { systemClock, type Clock } from './core/clock.js';
 export { validateIdempotencyKey, MAX_KEY_LENGTH } from './core/idempotency-key.js';
 export { canonicalArguments, fingerprint } from './core/fingerprint.js';

@@ -21,7 +21,10 @@ const OPERATION_NAME = /^[a-z][a-z0-9_.-]{0,63}$/;
 /** Checks a tool author's operation name and version once, when the tool is defined. */
 export function validateOperationName(name: string, version: number): void {
   if (!OPERATION_NAME.test(name)) {
-    throw new IdemError('invalid_argument', `operation name ${JSON.stringify(name)} must match ${OPERATION_NAME}`);
+    throw new IdemError(
+      'invalid_argument',
+      `operation name ${JSON.stringify(name)} must match ${OPERATION_NAME}`,
+    );
   }
   if (!Number.isSafeInteger(version) || version < 1) {
     throw new IdemError('invalid_argument', `operation version must be a positive integer, got ${version}`);

@@ -89,7 +89,10 @@ export class Executor<App> {
     validateOperationName(operation.name, operation.version);
     const retention = operation.retentionMs ?? DEFAULT_RETENTION_MS;
     if (!Number.isSafeInteger(retention) || retention <= 0) {
-      throw new IdemError('invalid_argument', 'retentionMs must be a positive integer number of milliseconds');
+      throw new IdemError(
+        'invalid_argument',
+        'retentionMs must be a positive integer number of milliseconds',
+      );
     }
   }
 
@@ -122,7 +125,10 @@ export class Executor<App> {
         operation: operation.name,
       });
       if (!allowed) {
-        throw new IdemError('forbidden', `principal may not act in workspace ${JSON.stringify(request.workspace)}`);
+        throw new IdemError(
+          'forbidden',
+          `principal may not act in workspace ${JSON.stringify(request.workspace)}`,
+        );
       }
       const identity: OperationIdentity = {
         principal: request.principal,
@@ -173,7 +179,8 @@ export class Executor<App> {
       throw new IdemError('internal', 'the effect must return an object with a string resource_id');
     }
     for (const reserved of ['status', 'operation_id', 'replayed']) {
-      if (reserved in result) throw new IdemError('internal', `the effect must not return the reserved field ${reserved}`);
+      if (reserved in result)
+        throw new IdemError('internal', `the effect must not return the reserved field ${reserved}`);
     }
     const createdAt = this.#clock.now();
     return {

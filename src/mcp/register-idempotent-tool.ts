@@ -7,7 +7,7 @@ import { DEFAULT_RETENTION_MS, Executor, type IdempotentOperation } from '../exe
 import type { EffectContext, EffectResult } from '../store/store.js';
 import { lenientObject } from './lenient-object.js';
 import { principalOf, type RequestExtra } from './principal.js';
-import { idemResultShape, outcomeResult, toolResult, errorContent } from './tool-result.js';
+import { idemResultSchema, outcomeResult, toolResult, errorContent } from './tool-result.js';
 import { idempotencyInstructions } from './tool-description.js';
 import { validateArguments } from './validate-arguments.js';
 
@@ -21,7 +21,7 @@ export const idempotencyKeyField = z
   .string()
   .min(1)
   .max(MAX_KEY_LENGTH)
-  .regex(/^[\x20-\x7e]+$/)
+  .regex(/^[\x20-\x7e]+$/, 'must contain only printable ASCII characters')
   .describe('A key you generate once per intended action and reuse on every retry of that action.');
 
 type ToolArgs<Shape extends ZodRawShape> = z.objectOutputType<Shape, z.ZodTypeAny> & { workspace: string };
@@ -54,7 +54,11 @@ export function registerIdempotentTool<App, Shape extends ZodRawShape>(
 ): RegisteredTool {
   Executor.validate(config);
   const retentionMs = config.retentionMs ?? DEFAULT_RETENTION_MS;
-  const fullShape = { ...config.inputSchema, workspace: workspaceField, idempotency_key: idempotencyKeyField };
+  const fullShape = {
+    ...config.inputSchema,
+    workspace: workspaceField,
+    idempotency_key: idempotencyKeyField,
+  };
   const strict = z.object(fullShape).strict();
   const operation: IdempotentOperation<App, ToolArgs<Shape>> = {
     name: config.name,
@@ -69,7 +73,7 @@ export function registerIdempotentTool<App, Shape extends ZodRawShape>(
       ...(config.title === undefined ? {} : { title: config.title }),
       description: `${config.description}\n\n${idempotencyInstructions(retentionMs)}`,
       inputSchema: lenientObject(fullShape),
-      outputSchema: idemResultShape,
+      outputSchema: idemResultSchema,
       annotations: { idempotentHint: true, readOnlyHint: false, destructiveHint: false },
     },
     async (raw: unknown, extra: RequestExtra) => {
@@ -80,7 +84,9 @@ export function registerIdempotentTool<App, Shape extends ZodRawShape>(
       if (principal === undefined) {
         return toolResult(errorContent(new IdemError('forbidden', 'no authenticated principal')), true);
       }
-      const { idempotency_key: _key, ...args } = parsed.value as ToolArgs<Shape> & { idempotency_key: string };
+      const { idempotency_key: _key, ...args } = parsed.value as ToolArgs<Shape> & {
+        idempotency_key: string;
+      };
       const outcome = await executor.run(operation, {
         principal,
         workspace: args.workspace,

@@ -4,7 +4,14 @@ import { ERROR_CODES, type ErrorCode, type IdemError } from '../core/errors.js';
 import type { JsonObject } from '../core/json.js';
 import type { CallOutcome } from '../executor/executor.js';
 
-export const RESULT_STATUSES = ['succeeded', 'accepted', 'running', 'rejected', 'failed', 'outcome_unknown'] as const;
+export const RESULT_STATUSES = [
+  'succeeded',
+  'accepted',
+  'running',
+  'rejected',
+  'failed',
+  'outcome_unknown',
+] as const;
 
 /**
  * One output schema for success and error results alike: the MCP client validates

@@ -83,7 +83,8 @@ export class SqliteStore implements Store<SqliteDatabase> {
     // Idem waits for the write lock itself (asynchronously); the driver must never block the event loop.
     db.pragma('busy_timeout = 0');
     if (options.migrate ?? true) this.#withLockRetrySync(() => migrateSqlite(db));
-    const expiredBatch = 'SELECT rowid FROM idem_operations WHERE expires_at <= ? ORDER BY expires_at, rowid LIMIT ?';
+    const expiredBatch =
+      'SELECT rowid FROM idem_operations WHERE expires_at <= ? ORDER BY expires_at, rowid LIMIT ?';
     this.#sql = {
       findOperation: db.prepare(`SELECT * FROM idem_operations WHERE ${IDENTITY_WHERE}`),
       findTombstone: db.prepare(
@@ -131,7 +132,10 @@ export class SqliteStore implements Store<SqliteDatabase> {
       this.faults.hit('after_claim');
       const result = unit.effect(this.#db, unit.context);
       if (isThenable(result)) {
-        throw new IdemError('internal', 'a SQLite effect must be synchronous: it runs inside the transaction');
+        throw new IdemError(
+          'internal',
+          'a SQLite effect must be synchronous: it runs inside the transaction',
+        );
       }
       this.faults.hit('after_effect');
       const receipt = unit.receipt(result);

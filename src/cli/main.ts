@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+import { isIdemError } from '../core/errors.js';
+import { CliError } from './cli-error.js';
+import { opsCommand } from './ops-command.js';
+import { serveCommand } from './serve-command.js';
+import { sweepCommand } from './sweep-command.js';
+
+const HELP = `Usage: idem <command> [options]
+
+Commands:
+  serve              run the reference MCP server (HTTP on 127.0.0.1:3000, or --stdio)
+  ops list | show    inspect recorded operations
+  sweep              expire old receipts into tombstones, delete old tombstones
+
+Run "idem <command> --help" for a command's options.`;
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  const out = (text: string) => void process.stdout.write(text);
+  switch (command) {
+    case 'serve':
+      return serveCommand(rest);
+    case 'ops':
+      return opsCommand(rest, out);
+    case 'sweep':
+      return sweepCommand(rest, out);
+    case undefined:
+    case '-h':
+    case '--help':
+    case 'help':
+      out(`${HELP}\n`);
+      if (command === undefined) throw new CliError('missing command', 2);
+      return;
+    default:
+      throw new CliError(`unknown command ${JSON.stringify(command)}; see "idem --help"`, 2);
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  let code = 1;
+  let message: string;
+  if (error instanceof CliError) {
+    code = error.exitCode;
+    message = error.message;
+  } else if (isIdemError(error)) {
+    message = `${error.code}: ${error.message}`;
+  } else if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    code = 2;
+    message = (error as Error).message;
+  } else {
+    message = (error as Error)?.message ?? String(error);
+  }
+  process.stderr.write(`idem: ${message}\n`);
+  process.exitCode = code;
+});

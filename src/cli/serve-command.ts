@@ -1,0 +1,153 @@
+import { parseArgs } from 'node:util';
+import { parseDuration } from '../core/duration.js';
+import { FaultPoints, type FaultPoint } from '../core/fault-points.js';
+import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
+import { jsonLogger } from '../log/json-logger.js';
+import { startHttpServer } from '../server/http-server.js';
+import { DEFAULT_TOMBSTONE_TTL_MS, ReferenceApp } from '../server/reference-app.js';
+import { serveStdio } from '../server/stdio-server.js';
+import { startSweeper } from '../server/sweeper.js';
+import { TokenRegistry, type Grant } from '../server/token-registry.js';
+import { CliError } from './cli-error.js';
+import { intOption } from './options.js';
+
+export const SERVE_HELP = `Usage: idem serve [options]
+
+Runs the reference MCP server (create_note, get_note, list_notes, get_operation) on SQLite.
+
+Options:
+  --db PATH                  SQLite file (default ./idem.sqlite, created if missing)
+  --port N                   HTTP port (default 3000); the endpoint is http://HOST:PORT/mcp
+  --host HOST                HTTP interface (default 127.0.0.1)
+  --stdio                    speak MCP on stdin/stdout instead of HTTP
+  --tokens FILE              bearer tokens: {"<token>": {"principal": "...", "workspaces": ["..."]}}
+                             (re-read when it changes). Without it: loopback-only dev mode with
+                             principal "dev" (or $IDEM_PRINCIPAL on stdio) and workspace "default".
+                             With --stdio, $IDEM_TOKEN names the token to act as.
+  --retention DUR            how long receipts replay (default 24h)
+  --tombstone-retention DUR  how long an expired key is refused after that (default 30d)
+  --lock-timeout DUR         wait for the write lock before answering busy (default 5s)
+  --sweep-interval DUR       how often expired receipts are swept (default 60s)
+  --sweep-batch N            rows per sweep transaction (default 500)
+  --synchronous FULL|NORMAL  SQLite durability (default FULL)
+  -h, --help                 show this help
+
+Durations: 500ms, 30s, 15m, 24h, 30d. Logs are JSON lines on stderr.`;
+
+export async function serveCommand(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      db: { type: 'string', default: './idem.sqlite' },
+      port: { type: 'string', default: '3000' },
+      host: { type: 'string', default: '127.0.0.1' },
+      stdio: { type: 'boolean', default: false },
+      tokens: { type: 'string' },
+      retention: { type: 'string' },
+      'tombstone-retention': { type: 'string' },
+      'lock-timeout': { type: 'string', default: '5s' },
+      'sweep-interval': { type: 'string', default: '60s' },
+      'sweep-batch': { type: 'string', default: '500' },
+      synchronous: { type: 'string', default: 'FULL' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) {
+    process.stderr.write(`${SERVE_HELP}\n`);
+    return;
+  }
+  const logger = jsonLogger();
+  const synchronous = values.synchronous.toUpperCase();
+  if (synchronous !== 'FULL' && synchronous !== 'NORMAL')
+    throw new CliError('--synchronous must be FULL or NORMAL', 2);
+  const port = intOption('--port', values.port, 0, 65_535);
+  const registry = values.tokens === undefined ? undefined : TokenRegistry.fromFile(values.tokens);
+  const devGrant: Grant | undefined =
+    registry === undefined
+      ? { principal: (values.stdio && process.env.IDEM_PRINCIPAL) || 'dev', workspaces: ['default'] }
+      : undefined;
+
+  const faults = new FaultPoints();
+  armTestFaults(faults, logger);
+  const app = new ReferenceApp({
+    dbPath: values.db,
+    registry: registry ?? TokenRegistry.fixed(devGrant as Grant),
+    logger,
+    faults,
+    retentionMs: values.retention === undefined ? DEFAULT_RETENTION_MS : parseDuration(values.retention),
+    tombstoneTtlMs:
+      values['tombstone-retention'] === undefined
+        ? DEFAULT_TOMBSTONE_TTL_MS
+        : parseDuration(values['tombstone-retention']),
+    lockTimeoutMs: parseDuration(values['lock-timeout']),
+    synchronous,
+  });
+  const stopSweeper = startSweeper(app.store, {
+    intervalMs: parseDuration(values['sweep-interval']),
+    batchSize: intOption('--sweep-batch', values['sweep-batch'], 1, 100_000),
+    tombstoneTtlMs: app.tombstoneTtlMs,
+    clock: app.clock,
+    logger,
+  });
+
+  if (devGrant !== undefined) {
+    logger.warn('idem.dev_mode', {
+      message: 'no --tokens: unauthenticated dev mode, loopback only',
+      principal: devGrant.principal,
+      workspace: 'default',
+    });
+  }
+
+  let close: () => Promise<void>;
+  if (values.stdio) {
+    let grant = devGrant;
+    if (registry !== undefined) {
+      grant = process.env.IDEM_TOKEN === undefined ? undefined : registry.grantFor(process.env.IDEM_TOKEN);
+      if (grant === undefined)
+        throw new CliError('with --stdio and --tokens, set IDEM_TOKEN to one of the tokens');
+    }
+    close = await serveStdio(app, grant as Grant);
+    logger.info('idem.serving', { transport: 'stdio', db: values.db });
+  } else {
+    const http = await startHttpServer(app, {
+      host: values.host,
+      port,
+      ...(devGrant === undefined ? {} : { devGrant }),
+    });
+    close = http.close;
+    logger.info('idem.serving', { transport: 'http', url: http.url, db: values.db });
+  }
+
+  const shutdown = async (signal: string) => {
+    logger.info('idem.stopping', { signal });
+    await stopSweeper();
+    await close();
+    await app.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+/**
+ * Test-only: IDEM_TEST_FAULTS="after_commit=kill,before_reply=throw" arms fault points in this
+ * process, so end-to-end tests can crash a real server at a named point. Announced loudly.
+ */
+function armTestFaults(faults: FaultPoints, logger: ReturnType<typeof jsonLogger>): void {
+  const spec = process.env.IDEM_TEST_FAULTS;
+  if (!spec) return;
+  for (const part of spec.split(',')) {
+    const [point, action] = part.split('=') as [FaultPoint, string];
+    faults.arm(
+      point,
+      action === 'kill'
+        ? () => process.kill(process.pid, 'SIGKILL')
+        : () => {
+            throw new Error(`test fault at ${point}`);
+          },
+    );
+    logger.warn('idem.test_fault_armed', { point, action });
+  }
+}

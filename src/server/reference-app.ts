@@ -1,0 +1,77 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { openSqlite } from '../adapters/sqlite/open-sqlite.js';
+import type { SqliteDatabase } from '../adapters/sqlite/sqlite-database.js';
+import { SqliteStore } from '../adapters/sqlite/sqlite-store.js';
+import { systemClock, type Clock } from '../core/clock.js';
+import { FaultPoints } from '../core/fault-points.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import { DEFAULT_RETENTION_MS, Executor } from '../executor/executor.js';
+import { NotesApp } from './notes-app.js';
+import { registerReferenceTools } from './reference-tools.js';
+import type { TokenRegistry } from './token-registry.js';
+
+export const DEFAULT_TOMBSTONE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
+
+export interface ReferenceAppOptions {
+  dbPath: string;
+  registry: TokenRegistry;
+  clock?: Clock;
+  logger?: Logger;
+  faults?: FaultPoints;
+  retentionMs?: number;
+  tombstoneTtlMs?: number;
+  lockTimeoutMs?: number;
+  synchronous?: 'FULL' | 'NORMAL';
+}
+
+export const SERVER_INFO = { name: 'idem-reference', version: '0.1.0' };
+
+/** The reference server's state: one database, one store, one executor, the notes application. */
+export class ReferenceApp {
+  readonly db: SqliteDatabase;
+  readonly store: SqliteStore;
+  readonly executor: Executor<SqliteDatabase>;
+  readonly notes: NotesApp;
+  readonly registry: TokenRegistry;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly retentionMs: number;
+  readonly tombstoneTtlMs: number;
+
+  constructor(options: ReferenceAppOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? silentLogger;
+    this.registry = options.registry;
+    this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
+    this.tombstoneTtlMs = options.tombstoneTtlMs ?? DEFAULT_TOMBSTONE_TTL_MS;
+    this.db = openSqlite(options.dbPath, { synchronous: options.synchronous ?? 'FULL' });
+    this.store = new SqliteStore(this.db, {
+      clock: this.clock,
+      faults: options.faults ?? new FaultPoints(),
+      ...(options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs }),
+    });
+    this.notes = new NotesApp(this.db, this.clock);
+    this.executor = new Executor({
+      store: this.store,
+      clock: this.clock,
+      logger: this.logger,
+      authorize: (principal, workspace) => this.registry.holds(principal, workspace),
+    });
+  }
+
+  /** A new McpServer with the reference tools (one per HTTP request, or one for stdio). */
+  createMcpServer(): McpServer {
+    const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
+    registerReferenceTools(server, {
+      executor: this.executor,
+      notes: this.notes,
+      holds: (principal, workspace) => this.registry.holds(principal, workspace),
+      retentionMs: this.retentionMs,
+    });
+    return server;
+  }
+
+  async close(): Promise<void> {
+    await this.store.close();
+  }
+}

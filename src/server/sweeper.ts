@@ -1,0 +1,57 @@
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { Store } from '../store/store.js';
+
+export interface SweeperOptions {
+  intervalMs: number;
+  batchSize: number;
+  tombstoneTtlMs: number;
+  clock: Clock;
+  logger: Logger;
+}
+
+/**
+ * Periodically turns expired receipts into tombstones and deletes expired tombstones, in small
+ * batches (one short transaction each). Returns a function that stops it. The timer never keeps the
+ * process alive.
+ */
+export function startSweeper(store: Store<unknown>, options: SweeperOptions): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  const controller = new AbortController();
+  const tick = () => {
+    if (running !== undefined) return;
+    const started = options.clock.monotonic();
+    running = store
+      .sweep({
+        now: options.clock.now(),
+        tombstoneTtlMs: options.tombstoneTtlMs,
+        batchSize: options.batchSize,
+        signal: controller.signal,
+      })
+      .then((result) => {
+        if (result.tombstoned + result.tombstonesDeleted > 0) {
+          options.logger.info('idem.sweep', {
+            tombstoned: result.tombstoned,
+            tombstones_deleted: result.tombstonesDeleted,
+            batches: result.batches,
+            duration_ms: Math.round(options.clock.monotonic() - started),
+          });
+        }
+      })
+      .catch((error: unknown) => {
+        if (!controller.signal.aborted) {
+          options.logger.warn('idem.sweep_failed', { code: (error as { code?: string }).code ?? 'internal' });
+        }
+      })
+      .finally(() => {
+        running = undefined;
+      });
+  };
+  const timer = setInterval(tick, options.intervalMs);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    controller.abort();
+    await running;
+  };
+}
