@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { SqliteDatabase } from '../adapters/sqlite/sqlite-database.js';
+import type { SqliteDatabase, SqliteStatement } from '../adapters/sqlite/sqlite-database.js';
 import type { Clock } from '../core/clock.js';
 import type { EffectResult } from '../store/store.js';
 
@@ -22,6 +22,9 @@ interface NoteRow {
 export class NotesApp {
   readonly #db: SqliteDatabase;
   readonly #clock: Clock;
+  readonly #insert: SqliteStatement;
+  readonly #get: SqliteStatement;
+  readonly #list: SqliteStatement;
 
   constructor(db: SqliteDatabase, clock: Clock) {
     this.#db = db;
@@ -36,30 +39,31 @@ export class NotesApp {
       );
       CREATE INDEX IF NOT EXISTS notes_workspace ON notes (workspace, created_at);
     `);
+    this.#insert = db.prepare(
+      'INSERT INTO notes (note_id, workspace, body, created_at, operation_id) VALUES (?, ?, ?, ?, ?)',
+    );
+    this.#get = db.prepare('SELECT note_id, body, created_at FROM notes WHERE workspace = ? AND note_id = ?');
+    this.#list = db.prepare(
+      'SELECT note_id, body, created_at FROM notes WHERE workspace = ? ORDER BY created_at, note_id LIMIT ?',
+    );
   }
 
   /** The effect of create_note: one INSERT on the transaction's connection. Synchronous by design. */
   insert(db: SqliteDatabase, workspace: string, body: string, operationId: string): EffectResult {
     const noteId = `note_${randomUUID().replaceAll('-', '')}`;
-    db.prepare(
-      'INSERT INTO notes (note_id, workspace, body, created_at, operation_id) VALUES (?, ?, ?, ?, ?)',
-    ).run(noteId, workspace, body, this.#clock.now(), operationId);
+    // The store hands the effect the same connection its transaction runs on.
+    if (db !== this.#db) throw new Error('create_note must write through the transaction connection');
+    this.#insert.run(noteId, workspace, body, this.#clock.now(), operationId);
     return { resource_id: noteId, note_id: noteId };
   }
 
   get(workspace: string, noteId: string): Note | undefined {
-    const row = this.#db
-      .prepare('SELECT note_id, body, created_at FROM notes WHERE workspace = ? AND note_id = ?')
-      .get(workspace, noteId) as NoteRow | undefined;
+    const row = this.#get.get(workspace, noteId) as NoteRow | undefined;
     return row === undefined ? undefined : toNote(row);
   }
 
   list(workspace: string, limit = 1000): Note[] {
-    const rows = this.#db
-      .prepare(
-        'SELECT note_id, body, created_at FROM notes WHERE workspace = ? ORDER BY created_at, note_id LIMIT ?',
-      )
-      .all(workspace, limit) as NoteRow[];
+    const rows = this.#list.all(workspace, limit) as NoteRow[];
     return rows.map(toNote);
   }
 }

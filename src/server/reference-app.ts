@@ -45,12 +45,13 @@ export class ReferenceApp {
     this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
     this.tombstoneTtlMs = options.tombstoneTtlMs ?? DEFAULT_TOMBSTONE_TTL_MS;
     this.db = openSqlite(options.dbPath, { synchronous: options.synchronous ?? 'FULL' });
+    // The application's schema first, while the driver's own busy wait still covers concurrent starts.
+    this.notes = new NotesApp(this.db, this.clock);
     this.store = new SqliteStore(this.db, {
       clock: this.clock,
       faults: options.faults ?? new FaultPoints(),
       ...(options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs }),
     });
-    this.notes = new NotesApp(this.db, this.clock);
     this.executor = new Executor({
       store: this.store,
       clock: this.clock,

@@ -1,0 +1,173 @@
+import { randomUUID } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
+import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
+import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
+import type { Clock } from '../../src/core/clock.js';
+import { FaultPoints } from '../../src/core/fault-points.js';
+import { Executor, type Authorize, type IdempotentOperation } from '../../src/executor/executor.js';
+import type { EffectContext, EffectResult, Store } from '../../src/store/store.js';
+
+/** The arguments of the test operation `create_note` (what the fingerprint covers). */
+export type NoteArgs = { body: string };
+
+export interface NoteRow {
+  note_id: string;
+  workspace: string;
+  body: string;
+}
+
+export interface TestStoreOptions {
+  clock?: Clock;
+  lockTimeoutMs?: number;
+  faults?: FaultPoints;
+  /**
+   * Where the database lives; pass another store's `path` to open a second connection to the same
+   * database. Omitted: a fresh database in a new temporary directory.
+   */
+  path?: string;
+  /** Default: every principal may act in every workspace. */
+  authorize?: Authorize;
+}
+
+export interface NoteOperationOptions {
+  version?: number;
+  retentionMs?: number;
+  /** Called after the note row is written, inside the transaction; may throw to fail the effect. */
+  afterInsert?: (context: EffectContext) => void;
+}
+
+/** What every store under test offers; contract tests use only this, so they run against any store. */
+export interface TestStore {
+  readonly name: string;
+  readonly path: string;
+  readonly store: Store<unknown>;
+  readonly executor: Executor<unknown>;
+  readonly faults: FaultPoints;
+  /** `create_note` v1 with the default retention. */
+  readonly createNote: IdempotentOperation<unknown, NoteArgs>;
+  noteOperation(options?: NoteOperationOptions): IdempotentOperation<unknown, NoteArgs>;
+  countNotes(): Promise<number>;
+  countReceipts(): Promise<number>;
+  countTombstones(): Promise<number>;
+  listNotes(): Promise<NoteRow[]>;
+  /** Closes the store; the temporary directory goes once every store opened on it is closed. */
+  close(): Promise<void>;
+}
+
+export interface StoreFactory {
+  readonly name: string;
+  create(options?: TestStoreOptions): Promise<TestStore>;
+}
+
+export interface SqliteTestStore extends TestStore {
+  readonly db: SqliteDatabase;
+  readonly store: SqliteStore;
+  readonly executor: Executor<SqliteDatabase>;
+  readonly createNote: IdempotentOperation<SqliteDatabase, NoteArgs>;
+  noteOperation(options?: NoteOperationOptions): IdempotentOperation<SqliteDatabase, NoteArgs>;
+}
+
+export const NOTES_TABLE_SQL =
+  'CREATE TABLE IF NOT EXISTS notes (note_id TEXT PRIMARY KEY, workspace TEXT, body TEXT)';
+
+/** The application effect: one row in `notes`, written synchronously on the store's own handle. */
+export function insertNote(db: SqliteDatabase, args: NoteArgs, context: EffectContext): EffectResult {
+  const noteId = `note_${randomUUID()}`;
+  db.prepare('INSERT INTO notes (note_id, workspace, body) VALUES (?, ?, ?)').run(
+    noteId,
+    context.identity.workspace,
+    args.body,
+  );
+  return { resource_id: noteId, note_id: noteId };
+}
+
+export function noteOperation(options: NoteOperationOptions = {}): IdempotentOperation<SqliteDatabase, NoteArgs> {
+  const { afterInsert } = options;
+  return {
+    name: 'create_note',
+    version: options.version ?? 1,
+    ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }),
+    effect(db, args, context) {
+      const result = insertNote(db, args, context);
+      afterInsert?.(context);
+      return result;
+    },
+  };
+}
+
+export const createNote: IdempotentOperation<SqliteDatabase, NoteArgs> = {
+  name: 'create_note',
+  version: 1,
+  effect: insertNote,
+};
+
+// Temporary directories made here, and how many open stores still use each.
+const openPerDirectory = new Map<string, number>();
+
+export function makeTempDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'idem-test-'));
+}
+
+/** Opens a SqliteStore (and an Executor on it) on a temporary file or on `options.path`. */
+export function openTestStore(options: TestStoreOptions = {}): SqliteTestStore {
+  const dbPath = options.path ?? path.join(makeTempDir(), 'idem.sqlite');
+  const dir = path.dirname(dbPath);
+  if (options.path === undefined || openPerDirectory.has(dir)) {
+    openPerDirectory.set(dir, (openPerDirectory.get(dir) ?? 0) + 1);
+  }
+
+  const db = openSqlite(dbPath);
+  db.exec(NOTES_TABLE_SQL);
+  const store = new SqliteStore(db, {
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+    ...(options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs }),
+    ...(options.faults === undefined ? {} : { faults: options.faults }),
+  });
+  const executor = new Executor<SqliteDatabase>({
+    store,
+    authorize: options.authorize ?? (() => true),
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+  });
+  const count = (table: string) => async () =>
+    (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+  let closed = false;
+
+  return {
+    name: 'sqlite',
+    path: dbPath,
+    db,
+    store,
+    executor,
+    faults: store.faults,
+    createNote,
+    noteOperation,
+    countNotes: count('notes'),
+    countReceipts: count('idem_operations'),
+    countTombstones: count('idem_tombstones'),
+    listNotes: async () => db.prepare('SELECT note_id, workspace, body FROM notes ORDER BY note_id').all() as NoteRow[],
+    async close() {
+      if (closed) return;
+      closed = true;
+      await store.close();
+      const users = openPerDirectory.get(dir);
+      if (users === undefined) return;
+      if (users > 1) {
+        openPerDirectory.set(dir, users - 1);
+      } else {
+        openPerDirectory.delete(dir);
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+/**
+ * Every store the contract tests run against. A PostgreSQL store is added here as
+ * `{ name: 'postgres', create }`; `path` then names its database.
+ */
+export const storeFactories: readonly StoreFactory[] = [
+  { name: 'sqlite', create: async (options) => openTestStore(options) },
+];

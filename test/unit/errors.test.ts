@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import { ERROR_CODES, IdemError, isIdemError, toIdemError, type ErrorCode } from '../../src/core/errors.js';
+
+describe('IdemError', () => {
+  it('carries code, message, name and options', () => {
+    const cause = new Error('driver');
+    const error = new IdemError('busy', 'try later', {
+      retryAfterMs: 250,
+      operationId: 'op_1',
+      nextAction: 'Retry the same call.',
+      cause,
+    });
+    expect(error).toBeInstanceOf(Error);
+    expect(error.name).toBe('IdemError');
+    expect(error.code).toBe('busy');
+    expect(error.message).toBe('try later');
+    expect(error.retryAfterMs).toBe(250);
+    expect(error.operationId).toBe('op_1');
+    expect(error.nextAction).toBe('Retry the same call.');
+    expect(error.cause).toBe(cause);
+  });
+
+  it('leaves optional fields undefined and sets no cause when none is given', () => {
+    const error = new IdemError('internal', 'oops');
+    expect(error.retryAfterMs).toBeUndefined();
+    expect(error.operationId).toBeUndefined();
+    expect(error.nextAction).toBeUndefined();
+    expect('cause' in error).toBe(false);
+  });
+
+  it('is retryable by default only for busy and in_progress', () => {
+    const retryable = ERROR_CODES.filter((code) => new IdemError(code, 'x').retryable);
+    expect(retryable.sort()).toEqual(['busy', 'in_progress']);
+    const expected: Record<ErrorCode, boolean> = {
+      invalid_argument: false,
+      payload_conflict: false,
+      forbidden: false,
+      not_found: false,
+      key_expired: false,
+      busy: true,
+      in_progress: true,
+      outcome_unknown: false,
+      internal: false,
+    };
+    for (const code of ERROR_CODES) expect(new IdemError(code, 'x').retryable, code).toBe(expected[code]);
+  });
+
+  it('lets an explicit retryable override the default', () => {
+    expect(new IdemError('busy', 'x', { retryable: false }).retryable).toBe(false);
+    expect(new IdemError('internal', 'x', { retryable: true }).retryable).toBe(true);
+  });
+});
+
+describe('isIdemError', () => {
+  it('recognises an IdemError', () => {
+    expect(isIdemError(new IdemError('forbidden', 'no'))).toBe(true);
+  });
+
+  it('checks the shape, not the class, so a copy from another bundle is recognised', () => {
+    expect(isIdemError({ name: 'IdemError', code: 'busy', message: 'x' })).toBe(true);
+    class ForeignIdemError extends Error {
+      override name = 'IdemError';
+      code = 'payload_conflict';
+    }
+    expect(isIdemError(new ForeignIdemError('x'))).toBe(true);
+  });
+
+  it('rejects values of another shape', () => {
+    const rejected: unknown[] = [
+      undefined,
+      null,
+      'IdemError',
+      42,
+      new Error('plain'),
+      { name: 'IdemError' },
+      { name: 'IdemError', code: 'not_a_code' },
+      { name: 'IdemError', code: 7 },
+      { name: 'Error', code: 'busy' },
+      { code: 'busy' },
+    ];
+    for (const value of rejected) expect(isIdemError(value), JSON.stringify(value)).toBe(false);
+  });
+});
+
+describe('toIdemError', () => {
+  it('returns an IdemError (of any copy) unchanged', () => {
+    const error = new IdemError('payload_conflict', 'x');
+    expect(toIdemError(error)).toBe(error);
+    const foreign = { name: 'IdemError', code: 'busy', message: 'x', retryable: true };
+    expect(toIdemError(foreign)).toBe(foreign);
+  });
+
+  it('wraps anything else as a non-retryable internal error keeping the original as cause', () => {
+    const original = new TypeError('boom');
+    const wrapped = toIdemError(original);
+    expect(wrapped).toBeInstanceOf(IdemError);
+    expect(wrapped.code).toBe('internal');
+    expect(wrapped.retryable).toBe(false);
+    expect(wrapped.message).toBe('internal error');
+    expect(wrapped.cause).toBe(original);
+    expect(toIdemError('a string').cause).toBe('a string');
+  });
+
+  it('uses the given message for the wrapper', () => {
+    expect(toIdemError(new Error('boom'), 'the effect failed').message).toBe('the effect failed');
+  });
+});
