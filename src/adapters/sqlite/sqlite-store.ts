@@ -247,7 +247,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
       options.signal?.throwIfAborted();
       const outcome = this.#tryTransaction(body);
       if (outcome.ok) {
-        this.faults.hit('after_commit');
+        this.#afterCommit();
         return outcome.value;
       }
       const remaining = this.#lockTimeoutMs - (this.#clock.monotonic() - started);
@@ -260,6 +260,19 @@ export class SqliteStore implements Store<SqliteDatabase> {
       }
       await this.#clock.sleep(Math.min(pause, remaining), options);
       pause = Math.min(pause * 2, 25);
+    }
+  }
+
+  /** Whatever fails after COMMIT must not be reported as a rollback: the data is there. */
+  #afterCommit(): void {
+    try {
+      this.faults.hit('after_commit');
+    } catch (cause) {
+      throw new IdemError('outcome_unknown', 'the transaction committed but the call did not complete', {
+        cause,
+        retryable: true,
+        nextAction: 'Retry with the same idempotency_key and arguments to get the recorded result.',
+      });
     }
   }
 
