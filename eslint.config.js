@@ -3,7 +3,10 @@ import tseslint from 'typescript-eslint';
 
 const noSdkOrDriver = {
   patterns: [
-    { group: ['@modelcontextprotocol/*'], message: 'Only src/mcp, src/server and src/client import the MCP SDK.' },
+    {
+      group: ['@modelcontextprotocol/*'],
+      message: 'Only src/mcp, src/server and src/client import the MCP SDK.',
+    },
     { group: ['better-sqlite3', 'pg', 'postgres'], message: 'Drivers are imported only by src/adapters.' },
   ],
 };

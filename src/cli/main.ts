@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { isIdemError } from '../core/errors.js';
 import { CliError } from './cli-error.js';
+import { providerCommand } from '../provider/provider-command.js';
 import { opsCommand } from './ops-command.js';
 import { serveCommand } from './serve-command.js';
 import { sweepCommand } from './sweep-command.js';
@@ -11,6 +12,7 @@ Commands:
   serve              run the reference MCP server (HTTP on 127.0.0.1:3000, or --stdio)
   ops list | show    inspect recorded operations
   sweep              expire old receipts into tombstones, delete old tombstones
+  provider           run the demo deployment provider (loopback HTTP) used for external effects
 
 Run "idem <command> --help" for a command's options.`;
 
@@ -24,6 +26,8 @@ async function main(argv: string[]): Promise<void> {
       return opsCommand(rest, out);
     case 'sweep':
       return sweepCommand(rest, out);
+    case 'provider':
+      return providerCommand(rest);
     case undefined:
     case '-h':
     case '--help':

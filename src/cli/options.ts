@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { parseDuration } from '../core/duration.js';
 import { CliError } from './cli-error.js';
 
 export function intOption(name: string, text: string, min: number, max: number): number {
@@ -12,4 +13,17 @@ export function intOption(name: string, text: string, min: number, max: number):
 export function existingDb(path: string): string {
   if (!existsSync(path)) throw new CliError(`no database at ${path} (use --db PATH)`);
   return path;
+}
+
+/** A duration flag (e.g. 30s, 24h); a bad or out-of-range value is a usage error (exit 2). */
+export function durationOption(name: string, text: string, maxMs = Number.MAX_SAFE_INTEGER): number {
+  let value: number;
+  try {
+    value = parseDuration(text);
+  } catch (error) {
+    throw new CliError(`${name}: ${(error as Error).message}`, 2);
+  }
+  if (value > maxMs)
+    throw new CliError(`${name} must be at most ${maxMs} ms, got ${JSON.stringify(text)}`, 2);
+  return value;
 }

@@ -1,5 +1,4 @@
 import { parseArgs } from 'node:util';
-import { parseDuration } from '../core/duration.js';
 import { FaultPoints, type FaultPoint } from '../core/fault-points.js';
 import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
 import { jsonLogger } from '../log/json-logger.js';
@@ -9,7 +8,7 @@ import { serveStdio } from '../server/stdio-server.js';
 import { startSweeper } from '../server/sweeper.js';
 import { TokenRegistry, type Grant } from '../server/token-registry.js';
 import { CliError } from './cli-error.js';
-import { intOption } from './options.js';
+import { durationOption, intOption } from './options.js';
 
 export const SERVE_HELP = `Usage: idem serve [options]
 
@@ -62,7 +61,18 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const synchronous = values.synchronous.toUpperCase();
   if (synchronous !== 'FULL' && synchronous !== 'NORMAL')
     throw new CliError('--synchronous must be FULL or NORMAL', 2);
+  // Every flag is checked before anything is opened or created.
   const port = intOption('--port', values.port, 0, 65_535);
+  const retentionMs =
+    values.retention === undefined ? DEFAULT_RETENTION_MS : durationOption('--retention', values.retention);
+  const tombstoneTtlMs =
+    values['tombstone-retention'] === undefined
+      ? DEFAULT_TOMBSTONE_TTL_MS
+      : durationOption('--tombstone-retention', values['tombstone-retention']);
+  const lockTimeoutMs = durationOption('--lock-timeout', values['lock-timeout'], 10 * 60_000);
+  // setInterval cannot wait longer than 2^31-1 ms; a sweep a day is the slowest useful pace.
+  const sweepIntervalMs = durationOption('--sweep-interval', values['sweep-interval'], 24 * 3_600_000);
+  const sweepBatch = intOption('--sweep-batch', values['sweep-batch'], 1, 100_000);
   const registry = values.tokens === undefined ? undefined : TokenRegistry.fromFile(values.tokens);
   const devGrant: Grant | undefined =
     registry === undefined
@@ -76,17 +86,14 @@ export async function serveCommand(argv: string[]): Promise<void> {
     registry: registry ?? TokenRegistry.fixed(devGrant as Grant),
     logger,
     faults,
-    retentionMs: values.retention === undefined ? DEFAULT_RETENTION_MS : parseDuration(values.retention),
-    tombstoneTtlMs:
-      values['tombstone-retention'] === undefined
-        ? DEFAULT_TOMBSTONE_TTL_MS
-        : parseDuration(values['tombstone-retention']),
-    lockTimeoutMs: parseDuration(values['lock-timeout']),
+    retentionMs,
+    tombstoneTtlMs,
+    lockTimeoutMs,
     synchronous,
   });
   const stopSweeper = startSweeper(app.store, {
-    intervalMs: parseDuration(values['sweep-interval']),
-    batchSize: intOption('--sweep-batch', values['sweep-batch'], 1, 100_000),
+    intervalMs: sweepIntervalMs,
+    batchSize: sweepBatch,
     tombstoneTtlMs: app.tombstoneTtlMs,
     clock: app.clock,
     logger,

@@ -2,9 +2,8 @@ import { parseArgs } from 'node:util';
 import { openSqlite } from '../adapters/sqlite/open-sqlite.js';
 import { SqliteStore } from '../adapters/sqlite/sqlite-store.js';
 import { systemClock } from '../core/clock.js';
-import { parseDuration } from '../core/duration.js';
 import { DEFAULT_TOMBSTONE_TTL_MS } from '../server/reference-app.js';
-import { existingDb, intOption } from './options.js';
+import { durationOption, existingDb, intOption } from './options.js';
 
 export const SWEEP_HELP = `Usage: idem sweep [--db PATH] [--tombstone-retention DUR] [--batch-size N]
 
@@ -28,7 +27,7 @@ export async function sweepCommand(argv: string[], out: (text: string) => void):
   const tombstoneTtlMs =
     values['tombstone-retention'] === undefined
       ? DEFAULT_TOMBSTONE_TTL_MS
-      : parseDuration(values['tombstone-retention']);
+      : durationOption('--tombstone-retention', values['tombstone-retention']);
   const store = new SqliteStore(openSqlite(existingDb(values.db)));
   try {
     const result = await store.sweep({ now: systemClock.now(), tombstoneTtlMs, batchSize });

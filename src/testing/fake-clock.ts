@@ -31,16 +31,19 @@ export class FakeClock implements Clock {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (ms <= 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      const sleeper: Sleeper = { until: this.#mono + ms, resolve };
-      this.#sleepers.push(sleeper);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          this.#sleepers = this.#sleepers.filter((s) => s !== sleeper);
-          reject(signal.reason);
+      const onAbort = () => {
+        this.#sleepers = this.#sleepers.filter((s) => s !== sleeper);
+        reject(signal?.reason);
+      };
+      const sleeper: Sleeper = {
+        until: this.#mono + ms,
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
         },
-        { once: true },
-      );
+      };
+      this.#sleepers.push(sleeper);
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 

@@ -6,7 +6,8 @@ import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
 import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
 import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
 import type { Clock } from '../../src/core/clock.js';
-import { FaultPoints } from '../../src/core/fault-points.js';
+import type { FaultPoints } from '../../src/core/fault-points.js';
+import type { JsonObject } from '../../src/core/json.js';
 import { Executor, type Authorize, type IdempotentOperation } from '../../src/executor/executor.js';
 import type { EffectContext, EffectResult, Store } from '../../src/store/store.js';
 
@@ -37,6 +38,8 @@ export interface NoteOperationOptions {
   retentionMs?: number;
   /** Called after the note row is written, inside the transaction; may throw to fail the effect. */
   afterInsert?: (context: EffectContext) => void;
+  /** Fields merged into the effect's result (to test what the executor does with them). */
+  extraResult?: JsonObject;
 }
 
 /** What every store under test offers; contract tests use only this, so they run against any store. */
@@ -84,8 +87,10 @@ export function insertNote(db: SqliteDatabase, args: NoteArgs, context: EffectCo
   return { resource_id: noteId, note_id: noteId };
 }
 
-export function noteOperation(options: NoteOperationOptions = {}): IdempotentOperation<SqliteDatabase, NoteArgs> {
-  const { afterInsert } = options;
+export function noteOperation(
+  options: NoteOperationOptions = {},
+): IdempotentOperation<SqliteDatabase, NoteArgs> {
+  const { afterInsert, extraResult } = options;
   return {
     name: 'create_note',
     version: options.version ?? 1,
@@ -93,7 +98,7 @@ export function noteOperation(options: NoteOperationOptions = {}): IdempotentOpe
     effect(db, args, context) {
       const result = insertNote(db, args, context);
       afterInsert?.(context);
-      return result;
+      return extraResult === undefined ? result : { ...result, ...extraResult };
     },
   };
 }
@@ -147,7 +152,8 @@ export function openTestStore(options: TestStoreOptions = {}): SqliteTestStore {
     countNotes: count('notes'),
     countReceipts: count('idem_operations'),
     countTombstones: count('idem_tombstones'),
-    listNotes: async () => db.prepare('SELECT note_id, workspace, body FROM notes ORDER BY note_id').all() as NoteRow[],
+    listNotes: async () =>
+      db.prepare('SELECT note_id, workspace, body FROM notes ORDER BY note_id').all() as NoteRow[],
     async close() {
       if (closed) return;
       closed = true;

@@ -55,7 +55,8 @@ describe('decide', () => {
     const existing = receipt();
     const decision = decide(existing, FP, NOW);
     expect(decision.kind).toBe('replay');
-    if (decision.kind === 'replay' && existing.kind === 'receipt') expect(decision.receipt).toBe(existing.receipt);
+    if (decision.kind === 'replay' && existing.kind === 'receipt')
+      expect(decision.receipt).toBe(existing.receipt);
   });
 
   it('rejects a live receipt with another fingerprint as payload_conflict', () => {

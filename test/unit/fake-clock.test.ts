@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 
@@ -6,7 +7,10 @@ function flush(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-function track(promise: Promise<void>): { settled: () => 'pending' | 'resolved' | 'rejected'; reason: () => unknown } {
+function track(promise: Promise<void>): {
+  settled: () => 'pending' | 'resolved' | 'rejected';
+  reason: () => unknown;
+} {
   let state: 'pending' | 'resolved' | 'rejected' = 'pending';
   let reason: unknown;
   promise.then(
@@ -115,5 +119,16 @@ describe('FakeClock', () => {
     await expect(clock.sleep(100, { signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
     await expect(clock.sleep(0, { signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
     expect(clock.pendingSleepers).toBe(0);
+  });
+
+  it('removes its abort listener once a sleep resolves', async () => {
+    const clock = new FakeClock();
+    const { signal } = new AbortController();
+    for (let i = 0; i < 3; i += 1) {
+      const sleeping = clock.sleep(10, { signal });
+      clock.advance(10);
+      await sleeping;
+    }
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
   });
 });

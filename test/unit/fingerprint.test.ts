@@ -14,14 +14,18 @@ describe('fingerprint', () => {
   it('is the SHA-256 hex digest of the canonical JSON text', () => {
     expect(canonicalArguments({ body: 'hello' })).toBe('{"body":"hello"}');
     // sha256('{"body":"hello"}')
-    expect(fingerprint({ body: 'hello' })).toBe('1da63ae1d1c64f4549cece58555b23ef253aa7bb2c5ca6c48c12918863cff51a');
+    expect(fingerprint({ body: 'hello' })).toBe(
+      '1da63ae1d1c64f4549cece58555b23ef253aa7bb2c5ca6c48c12918863cff51a',
+    );
   });
 
   it('does not depend on key order, at any depth', () => {
     const a = { title: 't', body: 'b', tags: ['x', 'y'], meta: { z: 1, a: { d: 2, c: 3 } } };
     const b = { meta: { a: { c: 3, d: 2 }, z: 1 }, tags: ['x', 'y'], body: 'b', title: 't' };
     expect(fingerprint(a)).toBe(fingerprint(b));
-    expect(canonicalArguments(b)).toBe('{"body":"b","meta":{"a":{"c":3,"d":2},"z":1},"tags":["x","y"],"title":"t"}');
+    expect(canonicalArguments(b)).toBe(
+      '{"body":"b","meta":{"a":{"c":3,"d":2},"z":1},"tags":["x","y"],"title":"t"}',
+    );
   });
 
   it('changes when any value changes', () => {
@@ -51,7 +55,9 @@ describe('fingerprint', () => {
     expect(canonicalArguments({ n: -0 })).toBe('{"n":0}');
     expect(canonicalArguments({ n: 1e21 })).toBe('{"n":1e+21}');
     expect(canonicalArguments({ n: 1e-7 })).toBe('{"n":1e-7}');
-    expect(canonicalArguments({ n: 100 })).toBe(canonicalArguments(JSON.parse('{"n":1E2}') as Record<string, unknown>));
+    expect(canonicalArguments({ n: 100 })).toBe(
+      canonicalArguments(JSON.parse('{"n":1E2}') as Record<string, unknown>),
+    );
   });
 
   it('sorts keys by UTF-16 code units and keeps strings exact', () => {
@@ -88,5 +94,14 @@ describe('fingerprint', () => {
     expect(() => canonicalArguments({ n: 10n })).toThrow(
       expect.objectContaining({ code: 'invalid_argument', cause: expect.any(Error) }),
     );
+  });
+
+  it('rejects functions, Map, Set and class instances instead of flattening them', () => {
+    expect(rejectionCode({ f: () => 1 })).toBe('invalid_argument');
+    expect(rejectionCode({ a: [() => 1] })).toBe('invalid_argument');
+    expect(rejectionCode({ m: new Map([[1, 2]]) })).toBe('invalid_argument');
+    expect(rejectionCode({ s: new Set([1]) })).toBe('invalid_argument');
+    expect(rejectionCode({ r: /x/ })).toBe('invalid_argument');
+    expect(rejectionCode({ a: [1, undefined] })).toBe('invalid_argument');
   });
 });

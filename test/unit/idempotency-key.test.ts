@@ -12,7 +12,9 @@ function rejectionCode(key: unknown): string | undefined {
 
 describe('validateIdempotencyKey', () => {
   it('accepts 1 to 255 printable ASCII characters and returns the key unchanged', () => {
-    const allPrintable = Array.from({ length: 0x7e - 0x20 + 1 }, (_, i) => String.fromCharCode(0x20 + i)).join('');
+    const allPrintable = Array.from({ length: 0x7e - 0x20 + 1 }, (_, i) =>
+      String.fromCharCode(0x20 + i),
+    ).join('');
     const accepted = [
       'a',
       ' ',

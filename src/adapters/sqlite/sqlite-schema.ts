@@ -15,8 +15,8 @@ const MIGRATIONS: readonly string[] = [
     idem_key     TEXT NOT NULL,
     fingerprint  TEXT NOT NULL,
     status       TEXT NOT NULL,
-    resource_id  TEXT NOT NULL,
-    result_json  TEXT NOT NULL,
+    resource_id  TEXT,
+    result_json  TEXT,
     created_at   INTEGER NOT NULL,
     expires_at   INTEGER NOT NULL,
     PRIMARY KEY (principal, workspace, operation, version, idem_key)

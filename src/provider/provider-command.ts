@@ -1,0 +1,75 @@
+import { parseArgs } from 'node:util';
+import { parseDuration } from '../core/duration.js';
+import { jsonLogger } from '../log/json-logger.js';
+import { CliError } from '../cli/cli-error.js';
+import { intOption } from '../cli/options.js';
+import {
+  DEFAULT_KEY_RETENTION_MS,
+  PROVIDER_MODES,
+  startProvider,
+  type ProviderMode,
+} from './provider-server.js';
+
+export const PROVIDER_HELP = `Usage: idem provider --mode key|reference|none [options]
+
+Runs the deployment provider: a small HTTP service on loopback that Idem's durable operations call
+as their external side effect, with switches to inject faults (POST /_faults).
+
+Modes:
+  key        honours the Idempotency-Key header on POST /deployments (replay or 422 conflict)
+  reference  stores client_reference; GET /deployments?client_reference=R finds deployments
+  none       neither: every POST /deployments creates a deployment
+
+Options:
+  --mode MODE            key, reference or none (required)
+  --port N               HTTP port on 127.0.0.1 (default 4000; 0 picks a free one, see the log)
+  --db PATH              SQLite file keeping state across restarts (default :memory:)
+  --key-retention DUR    how long an Idempotency-Key replays (default 24h)
+  -h, --help             show this help
+
+Durations: 500ms, 30s, 15m, 24h. Logs are JSON lines on stderr; the "provider.listening" event
+carries the URL. Nothing is printed on stdout.`;
+
+export async function providerCommand(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      mode: { type: 'string' },
+      port: { type: 'string', default: '4000' },
+      db: { type: 'string', default: ':memory:' },
+      'key-retention': { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) {
+    process.stderr.write(`${PROVIDER_HELP}\n`);
+    return;
+  }
+  if (values.mode === undefined) throw new CliError('--mode is required: key, reference or none', 2);
+  if (!(PROVIDER_MODES as readonly string[]).includes(values.mode))
+    throw new CliError(`--mode must be key, reference or none, got ${JSON.stringify(values.mode)}`, 2);
+  const mode = values.mode as ProviderMode;
+  const port = intOption('--port', values.port, 0, 65_535);
+  let keyRetentionMs = DEFAULT_KEY_RETENTION_MS;
+  if (values['key-retention'] !== undefined) {
+    try {
+      keyRetentionMs = parseDuration(values['key-retention']);
+    } catch (error) {
+      throw new CliError(`--key-retention: ${(error as Error).message}`, 2);
+    }
+  }
+
+  const logger = jsonLogger();
+  const provider = await startProvider({ mode, port, dbPath: values.db, keyRetentionMs, logger });
+  logger.info('provider.listening', { url: provider.url, port: provider.port, mode, db: values.db });
+
+  const shutdown = async (signal: string) => {
+    logger.info('provider.stopping', { signal });
+    await provider.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+}

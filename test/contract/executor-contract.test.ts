@@ -1,0 +1,491 @@
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { DEFAULT_RETENTION_MS, type CallOutcome } from '../../src/executor/executor.js';
+import { FakeClock } from '../../src/testing/fake-clock.js';
+import { storeFactories, type TestStore, type TestStoreOptions } from '../helpers/store-fixtures.js';
+
+const HOUR = 60 * 60 * 1000;
+const DAY = 24 * HOUR;
+
+type Success = Extract<CallOutcome, { ok: true }>;
+type Failure = Extract<CallOutcome, { ok: false }>;
+
+function succeeded(outcome: CallOutcome): Success {
+  if (!outcome.ok) throw new Error(`expected success, got ${outcome.error.code}: ${outcome.error.message}`);
+  return outcome;
+}
+
+function failed(outcome: CallOutcome): Failure {
+  if (outcome.ok) throw new Error(`expected a failure, got ${JSON.stringify(outcome.result)}`);
+  return outcome;
+}
+
+for (const factory of storeFactories) {
+  describe(`executor contract: ${factory.name}`, () => {
+    async function open(options?: TestStoreOptions): Promise<TestStore> {
+      const t = await factory.create(options);
+      onTestFinished(() => t.close());
+      return t;
+    }
+
+    function call(
+      t: TestStore,
+      key: unknown,
+      body = 'hello',
+      scope: { principal?: string; workspace?: string } = {},
+      operation = t.createNote,
+    ): Promise<CallOutcome> {
+      return t.executor.run(operation, {
+        principal: scope.principal ?? 'alice',
+        workspace: scope.workspace ?? 'ws-1',
+        key,
+        args: { body },
+      });
+    }
+
+    async function counts(t: TestStore) {
+      return {
+        notes: await t.countNotes(),
+        receipts: await t.countReceipts(),
+        tombstones: await t.countTombstones(),
+      };
+    }
+
+    describe('first call', () => {
+      it('executes the effect once and returns the succeeded result with its ids', async () => {
+        const t = await open();
+        const outcome = succeeded(await call(t, 'key-1', 'first note'));
+
+        expect(outcome.replayed).toBe(false);
+        expect(outcome.operationId).toMatch(/^op_[0-9a-f]{32}$/);
+        expect(outcome.attemptId).toMatch(/^att_[0-9a-f]{32}$/);
+        expect(outcome.result).toEqual({
+          status: 'succeeded',
+          operation_id: outcome.operationId,
+          resource_id: expect.stringMatching(/^note_/),
+          note_id: outcome.result.resource_id,
+        });
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+        expect(await t.listNotes()).toEqual([
+          { note_id: outcome.result.resource_id, workspace: 'ws-1', body: 'first note' },
+        ]);
+      });
+
+      it('stores a receipt that getOperation returns', async () => {
+        const t = await open();
+        const outcome = succeeded(await call(t, 'key-1'));
+        const receipt = await t.store.getOperation(outcome.operationId);
+        expect(receipt).toMatchObject({
+          operationId: outcome.operationId,
+          identity: {
+            principal: 'alice',
+            workspace: 'ws-1',
+            operation: 'create_note',
+            version: 1,
+            key: 'key-1',
+          },
+          status: 'succeeded',
+          resourceId: outcome.result.resource_id,
+          result: outcome.result,
+        });
+        expect(receipt?.fingerprint).toMatch(/^[0-9a-f]{64}$/);
+        expect(receipt?.expiresAt).toBe((receipt?.createdAt ?? 0) + DEFAULT_RETENTION_MS);
+      });
+    });
+
+    describe('retries', () => {
+      it('replays the identical stored result for the same key and arguments, without a second effect', async () => {
+        const t = await open();
+        const first = succeeded(await call(t, 'key-1'));
+        const second = succeeded(await call(t, 'key-1'));
+        const third = succeeded(await call(t, 'key-1'));
+
+        for (const retry of [second, third]) {
+          expect(retry.replayed).toBe(true);
+          expect(retry.operationId).toBe(first.operationId);
+          expect(retry.result).toEqual(first.result);
+          expect(retry.attemptId).not.toBe(first.attemptId);
+        }
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+      });
+
+      it('gives a caller that lost the first response the same ids on retry', async () => {
+        const t = await open();
+        await call(t, 'lost-key', 'body'); // the response never reaches the caller
+        const retry = succeeded(await call(t, 'lost-key', 'body'));
+
+        expect(retry.replayed).toBe(true);
+        const [note] = await t.listNotes();
+        expect(retry.result.resource_id).toBe(note?.note_id);
+        const [receipt] = await t.store.listOperations();
+        expect(retry.operationId).toBe(receipt?.operationId);
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+      });
+
+      it('rejects the same key with other arguments as payload_conflict and changes nothing', async () => {
+        const t = await open();
+        const first = succeeded(await call(t, 'key-1', 'original'));
+        const conflict = failed(await call(t, 'key-1', 'different'));
+
+        expect(conflict.error.code).toBe('payload_conflict');
+        expect(conflict.error.retryable).toBe(false);
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+        expect((await t.listNotes()).map((n) => n.body)).toEqual(['original']);
+        // The original still replays after the conflict.
+        const retry = succeeded(await call(t, 'key-1', 'original'));
+        expect(retry.operationId).toBe(first.operationId);
+      });
+    });
+
+    describe('concurrency', () => {
+      it('runs the effect once for 8 concurrent calls with one key through 8 connections', async () => {
+        const first = await open();
+        const connections = [first];
+        for (let i = 1; i < 8; i += 1) connections.push(await open({ path: first.path }));
+
+        const outcomes = (
+          await Promise.all(connections.map((t) => call(t, 'shared-key', 'once', {}, first.createNote)))
+        ).map(succeeded);
+
+        expect(await counts(first)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+        expect(outcomes.filter((o) => !o.replayed)).toHaveLength(1);
+        const [note] = await first.listNotes();
+        for (const outcome of outcomes) {
+          expect(outcome.operationId).toBe(outcomes[0]?.operationId);
+          expect(outcome.result).toEqual(outcomes[0]?.result);
+          expect(outcome.result.resource_id).toBe(note?.note_id);
+        }
+      });
+
+      it('runs the effect once for 12 concurrent calls with one key on one connection', async () => {
+        const t = await open();
+        const outcomes = (await Promise.all(Array.from({ length: 12 }, () => call(t, 'k')))).map(succeeded);
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+        expect(outcomes.filter((o) => !o.replayed)).toHaveLength(1);
+        expect(new Set(outcomes.map((o) => o.operationId)).size).toBe(1);
+      });
+
+      it('executes every one of many concurrent calls with distinct keys', async () => {
+        const t = await open();
+        const outcomes = (
+          await Promise.all(Array.from({ length: 10 }, (_, i) => call(t, `key-${i}`, `body-${i}`)))
+        ).map(succeeded);
+        expect(outcomes.every((o) => !o.replayed)).toBe(true);
+        expect(new Set(outcomes.map((o) => o.operationId)).size).toBe(10);
+        expect(await counts(t)).toEqual({ notes: 10, receipts: 10, tombstones: 0 });
+      });
+    });
+
+    describe('scope', () => {
+      it('keeps the same key of another principal independent', async () => {
+        const t = await open();
+        const alice = succeeded(await call(t, 'key-1', 'same', { principal: 'alice' }));
+        const bob = succeeded(await call(t, 'key-1', 'same', { principal: 'bob' }));
+
+        expect(bob.replayed).toBe(false);
+        expect(bob.operationId).not.toBe(alice.operationId);
+        expect(bob.result.resource_id).not.toBe(alice.result.resource_id);
+        expect(await counts(t)).toEqual({ notes: 2, receipts: 2, tombstones: 0 });
+        // Each principal replays its own result.
+        expect(succeeded(await call(t, 'key-1', 'same', { principal: 'alice' })).operationId).toBe(
+          alice.operationId,
+        );
+        expect(succeeded(await call(t, 'key-1', 'same', { principal: 'bob' })).operationId).toBe(
+          bob.operationId,
+        );
+      });
+
+      it('keeps the same key in another workspace independent', async () => {
+        const t = await open();
+        const one = succeeded(await call(t, 'key-1', 'same', { workspace: 'ws-1' }));
+        const two = succeeded(await call(t, 'key-1', 'other args are fine too', { workspace: 'ws-2' }));
+        expect(two.replayed).toBe(false);
+        expect(two.operationId).not.toBe(one.operationId);
+        expect((await t.listNotes()).map((n) => n.workspace).sort()).toEqual(['ws-1', 'ws-2']);
+      });
+    });
+
+    describe('authorization', () => {
+      it('asks authorize with the principal, workspace and operation name', async () => {
+        const asked: unknown[] = [];
+        const t = await open({
+          authorize: (principal, workspace, context) => {
+            asked.push([principal, workspace, context]);
+            return true;
+          },
+        });
+        succeeded(await call(t, 'key-1', 'x', { principal: 'carol', workspace: 'ws-9' }));
+        expect(asked).toEqual([['carol', 'ws-9', { operation: 'create_note' }]]);
+      });
+
+      it('refuses a replay once the principal lost access, and never-seen keys too', async () => {
+        let allowed = true;
+        const t = await open({ authorize: async () => allowed });
+        const first = succeeded(await call(t, 'key-1'));
+
+        allowed = false;
+        const replay = failed(await call(t, 'key-1'));
+        expect(replay.error.code).toBe('forbidden');
+        expect(replay.error.retryable).toBe(false);
+        expect(JSON.stringify(replay)).not.toContain(first.result.resource_id as string);
+        const fresh = failed(await call(t, 'never-seen'));
+        expect(fresh.error.code).toBe('forbidden');
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+
+        allowed = true;
+        expect(succeeded(await call(t, 'key-1')).operationId).toBe(first.operationId);
+      });
+
+      it('turns a throwing authorize into internal without running the effect', async () => {
+        const t = await open({
+          authorize: () => {
+            throw new Error('auth backend down');
+          },
+        });
+        expect(failed(await call(t, 'key-1')).error.code).toBe('internal');
+        expect(await counts(t)).toEqual({ notes: 0, receipts: 0, tombstones: 0 });
+      });
+    });
+
+    describe('expiry and sweep', () => {
+      it('replays until the retention ends, then answers key_expired without a second effect', async () => {
+        const clock = new FakeClock();
+        const t = await open({ clock });
+        const first = succeeded(await call(t, 'key-1'));
+
+        clock.advance(DEFAULT_RETENTION_MS - 1);
+        expect(succeeded(await call(t, 'key-1')).operationId).toBe(first.operationId);
+
+        clock.advance(1);
+        const expired = failed(await call(t, 'key-1'));
+        expect(expired.error.code).toBe('key_expired');
+        expect(expired.error.retryable).toBe(false);
+        expect(failed(await call(t, 'key-1', 'other args')).error.code).toBe('key_expired');
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+      });
+
+      it("honours an operation's own retentionMs", async () => {
+        const clock = new FakeClock();
+        const t = await open({ clock });
+        const op = t.noteOperation({ retentionMs: 1000 });
+        succeeded(await call(t, 'key-1', 'b', {}, op));
+        clock.advance(999);
+        expect(succeeded(await call(t, 'key-1', 'b', {}, op)).replayed).toBe(true);
+        clock.advance(1);
+        expect(failed(await call(t, 'key-1', 'b', {}, op)).error.code).toBe('key_expired');
+      });
+
+      it('tombstones an expired receipt, refuses the key while the tombstone lives, then frees it', async () => {
+        const clock = new FakeClock();
+        const t = await open({ clock });
+        const tombstoneTtlMs = 7 * DAY;
+        const first = succeeded(await call(t, 'key-1'));
+
+        // Nothing is due yet.
+        expect(await t.store.sweep({ now: clock.now(), tombstoneTtlMs, batchSize: 10 })).toEqual({
+          tombstoned: 0,
+          tombstonesDeleted: 0,
+          batches: 0,
+        });
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+
+        clock.advance(DEFAULT_RETENTION_MS + HOUR);
+        const swept = await t.store.sweep({ now: clock.now(), tombstoneTtlMs, batchSize: 10 });
+        expect(swept).toMatchObject({ tombstoned: 1, tombstonesDeleted: 0 });
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 0, tombstones: 1 });
+        expect(await t.store.getOperation(first.operationId)).toBeUndefined();
+        expect(failed(await call(t, 'key-1')).error.code).toBe('key_expired');
+        expect(failed(await call(t, 'key-1', 'other args')).error.code).toBe('key_expired');
+
+        // The tombstone lives tombstoneTtlMs past the receipt's expiry, not past the sweep.
+        clock.advance(tombstoneTtlMs - HOUR - 1);
+        expect(await t.store.sweep({ now: clock.now(), tombstoneTtlMs, batchSize: 10 })).toMatchObject({
+          tombstonesDeleted: 0,
+        });
+        expect(failed(await call(t, 'key-1')).error.code).toBe('key_expired');
+
+        clock.advance(1);
+        expect(await t.store.sweep({ now: clock.now(), tombstoneTtlMs, batchSize: 10 })).toMatchObject({
+          tombstoned: 0,
+          tombstonesDeleted: 1,
+        });
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 0, tombstones: 0 });
+
+        const anew = succeeded(await call(t, 'key-1'));
+        expect(anew.replayed).toBe(false);
+        expect(anew.operationId).not.toBe(first.operationId);
+        expect(await counts(t)).toEqual({ notes: 2, receipts: 1, tombstones: 0 });
+      });
+
+      it('runs a key anew once its tombstone expired, even before a sweep removed it', async () => {
+        const clock = new FakeClock();
+        const t = await open({ clock });
+        const op = t.noteOperation({ retentionMs: HOUR });
+        const first = succeeded(await call(t, 'key-1', 'b', {}, op));
+        clock.advance(HOUR);
+        await t.store.sweep({ now: clock.now(), tombstoneTtlMs: HOUR, batchSize: 10 });
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 0, tombstones: 1 });
+
+        clock.advance(HOUR);
+        const anew = succeeded(await call(t, 'key-1', 'new args', {}, op));
+        expect(anew.replayed).toBe(false);
+        expect(anew.operationId).not.toBe(first.operationId);
+        expect(await counts(t)).toEqual({ notes: 2, receipts: 1, tombstones: 0 });
+        expect(succeeded(await call(t, 'key-1', 'new args', {}, op)).operationId).toBe(anew.operationId);
+      });
+
+      it('sweeps in batches until nothing is due', async () => {
+        const clock = new FakeClock();
+        const t = await open({ clock });
+        const op = t.noteOperation({ retentionMs: HOUR });
+        for (let i = 0; i < 25; i += 1) succeeded(await call(t, `key-${i}`, `body-${i}`, {}, op));
+        clock.advance(HOUR);
+
+        const swept = await t.store.sweep({ now: clock.now(), tombstoneTtlMs: DAY, batchSize: 10 });
+        expect(swept.tombstoned).toBe(25);
+        expect(swept.tombstonesDeleted).toBe(0);
+        expect(swept.batches).toBeGreaterThanOrEqual(3);
+        expect(await counts(t)).toEqual({ notes: 25, receipts: 0, tombstones: 25 });
+        for (let i = 0; i < 25; i += 5) {
+          expect(failed(await call(t, `key-${i}`, `body-${i}`, {}, op)).error.code).toBe('key_expired');
+        }
+      });
+
+      it('stops after maxBatches and leaves only due receipts to later sweeps', async () => {
+        const clock = new FakeClock();
+        const t = await open({ clock });
+        const shortLived = t.noteOperation({ retentionMs: HOUR });
+        for (let i = 0; i < 15; i += 1) succeeded(await call(t, `old-${i}`, 'b', {}, shortLived));
+        clock.advance(HOUR);
+        const live = succeeded(await call(t, 'live', 'b', {}, shortLived));
+
+        const partial = await t.store.sweep({
+          now: clock.now(),
+          tombstoneTtlMs: DAY,
+          batchSize: 10,
+          maxBatches: 1,
+        });
+        expect(partial).toEqual({ tombstoned: 10, tombstonesDeleted: 0, batches: 1 });
+        expect(await counts(t)).toEqual({ notes: 16, receipts: 6, tombstones: 10 });
+
+        const rest = await t.store.sweep({ now: clock.now(), tombstoneTtlMs: DAY, batchSize: 10 });
+        expect(rest.tombstoned).toBe(5);
+        expect(await counts(t)).toEqual({ notes: 16, receipts: 1, tombstones: 15 });
+        expect((await t.store.getOperation(live.operationId))?.operationId).toBe(live.operationId);
+      });
+    });
+
+    describe('operation version', () => {
+      it('keeps version 2 of an operation apart from version 1 under the same key', async () => {
+        const t = await open();
+        const v1 = t.noteOperation({ version: 1 });
+        const v2 = t.noteOperation({ version: 2 });
+        const first = succeeded(await call(t, 'key-1', 'b', {}, v1));
+        const second = succeeded(await call(t, 'key-1', 'b', {}, v2));
+
+        expect(second.replayed).toBe(false);
+        expect(second.operationId).not.toBe(first.operationId);
+        expect(await counts(t)).toEqual({ notes: 2, receipts: 2, tombstones: 0 });
+
+        const v1Replay = succeeded(await call(t, 'key-1', 'b', {}, v1));
+        const v2Replay = succeeded(await call(t, 'key-1', 'b', {}, v2));
+        expect(v1Replay.result).toEqual(first.result);
+        expect(v2Replay.result).toEqual(second.result);
+        expect((await t.store.getOperation(second.operationId))?.identity.version).toBe(2);
+      });
+    });
+
+    describe('failures', () => {
+      it('rolls back an effect that throws, answers internal, and lets the retry execute', async () => {
+        const t = await open();
+        let failures = 1;
+        const flaky = t.noteOperation({
+          afterInsert: () => {
+            if (failures > 0) {
+              failures -= 1;
+              throw new Error('downstream exploded');
+            }
+          },
+        });
+
+        const broken = failed(await call(t, 'key-1', 'b', {}, flaky));
+        expect(broken.error.code).toBe('internal');
+        expect(broken.error.retryable).toBe(false);
+        expect(await counts(t)).toEqual({ notes: 0, receipts: 0, tombstones: 0 });
+
+        const retry = succeeded(await call(t, 'key-1', 'b', {}, flaky));
+        expect(retry.replayed).toBe(false);
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+        expect(succeeded(await call(t, 'key-1', 'b', {}, flaky)).operationId).toBe(retry.operationId);
+      });
+
+      it('answers invalid_argument for an invalid key and writes nothing', async () => {
+        const t = await open();
+        for (const key of ['', 'x'.repeat(256), 'tab\there', 'ключ', 42, undefined, null]) {
+          const outcome = failed(await call(t, key));
+          expect(outcome.error.code, JSON.stringify(key)).toBe('invalid_argument');
+        }
+        expect(await counts(t)).toEqual({ notes: 0, receipts: 0, tombstones: 0 });
+      });
+
+      it('answers invalid_argument for arguments JSON cannot represent and writes nothing', async () => {
+        const t = await open();
+        const outcome = await t.executor.run(t.createNote, {
+          principal: 'alice',
+          workspace: 'ws-1',
+          key: 'key-1',
+          args: { body: 'b', size: 10n } as unknown as { body: string },
+        });
+        expect(failed(outcome).error.code).toBe('invalid_argument');
+        expect(await counts(t)).toEqual({ notes: 0, receipts: 0, tombstones: 0 });
+      });
+
+      it('refuses an effect result that uses a reserved field and rolls the effect back', async () => {
+        const t = await open();
+        for (const reserved of ['status', 'operation_id', 'replayed']) {
+          const op = t.noteOperation({ extraResult: { [reserved]: 'mine' } });
+          const outcome = failed(await call(t, `key-${reserved}`, 'b', {}, op));
+          expect(outcome.error.code, reserved).toBe('internal');
+        }
+        expect(await counts(t)).toEqual({ notes: 0, receipts: 0, tombstones: 0 });
+      });
+
+      it('keeps extra result fields of the effect in the stored and replayed result', async () => {
+        const t = await open();
+        const op = t.noteOperation({ extraResult: { title: 'T', tags: ['a', 'b'], meta: { n: 1 } } });
+        const first = succeeded(await call(t, 'key-1', 'b', {}, op));
+        expect(first.result).toMatchObject({ title: 'T', tags: ['a', 'b'], meta: { n: 1 } });
+        expect(succeeded(await call(t, 'key-1', 'b', {}, op)).result).toEqual(first.result);
+      });
+    });
+
+    describe('operations queries', () => {
+      it('getOperation answers undefined for an unknown id', async () => {
+        const t = await open();
+        expect(await t.store.getOperation('op_00000000000000000000000000000000')).toBeUndefined();
+      });
+
+      it('listOperations returns receipts newest first, filtered by status and limited', async () => {
+        const clock = new FakeClock();
+        const t = await open({ clock });
+        const ids: string[] = [];
+        for (let i = 0; i < 3; i += 1) {
+          ids.push(succeeded(await call(t, `key-${i}`, `body-${i}`)).operationId);
+          clock.advance(1000);
+        }
+
+        const all = await t.store.listOperations();
+        expect(all.map((r) => r.operationId)).toEqual([...ids].reverse());
+        expect(all.every((r) => r.status === 'succeeded')).toBe(true);
+        expect((await t.store.listOperations({ status: 'succeeded' })).map((r) => r.operationId)).toEqual(
+          [...ids].reverse(),
+        );
+        expect(await t.store.listOperations({ status: 'failed' })).toEqual([]);
+        expect((await t.store.listOperations({ limit: 2 })).map((r) => r.operationId)).toEqual([
+          ids[2],
+          ids[1],
+        ]);
+        expect(await t.store.getOperation(ids[1] as string)).toEqual(all[1]);
+      });
+    });
+  });
+}

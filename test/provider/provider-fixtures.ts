@@ -1,0 +1,92 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { onTestFinished } from 'vitest';
+import { startProvider, type ProviderOptions, type RunningProvider } from '../../src/provider/index.js';
+
+export const REPO_ROOT = resolve(import.meta.dirname, '../..');
+
+/** A temp dir removed when the current test finishes. */
+export function tempDir(prefix = 'idem-provider-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Starts a provider on a free loopback port, closed when the current test finishes. */
+export async function provider(options: ProviderOptions): Promise<RunningProvider> {
+  const running = await startProvider({ port: 0, ...options });
+  onTestFinished(() => running.close());
+  return running;
+}
+
+export interface JsonResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  body: Record<string, unknown>;
+}
+
+async function toJson(response: Response): Promise<JsonResponse> {
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, text, body: JSON.parse(text) };
+}
+
+export async function post(
+  base: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<JsonResponse> {
+  const response = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return toJson(response);
+}
+
+export async function get(base: string, path: string): Promise<JsonResponse> {
+  return toJson(await fetch(`${base}${path}`));
+}
+
+export interface DeploymentJson {
+  deployment_id: string;
+  service: string;
+  version: string;
+  client_reference?: string;
+  status: string;
+  created_at: string;
+}
+
+export async function deployments(base: string): Promise<DeploymentJson[]> {
+  return (await get(base, '/deployments')).body.deployments as DeploymentJson[];
+}
+
+/**
+ * Compiles src/provider (and only what it imports) into a fresh temp dir, so child processes can
+ * run it without racing other tests over dist/. Returns the path of the compiled index.js.
+ */
+export function buildProviderModule(): { modulePath: string; dispose: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'idem-provider-build-'));
+  symlinkSync(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  const config = {
+    extends: join(REPO_ROOT, 'tsconfig.build.json'),
+    compilerOptions: {
+      rootDir: join(REPO_ROOT, 'src'),
+      outDir: join(dir, 'dist'),
+      declaration: false,
+      sourceMap: false,
+    },
+    files: [join(REPO_ROOT, 'src', 'provider', 'index.ts')],
+    include: [],
+  };
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(config));
+  const tsc = join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  execFileSync(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { cwd: REPO_ROOT, stdio: 'pipe' });
+  return {
+    modulePath: join(dir, 'dist', 'provider', 'index.js'),
+    dispose: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
