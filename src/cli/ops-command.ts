@@ -4,15 +4,22 @@ import { SqliteStore } from '../adapters/sqlite/sqlite-store.js';
 import type { Receipt } from '../core/receipt.js';
 import { operationView } from '../server/reference-tools.js';
 import { CliError } from './cli-error.js';
-import { existingDb, intOption } from './options.js';
+import { durationOption, existingDb, intOption } from './options.js';
+import { systemClock } from '../core/clock.js';
+import { isIdemError } from '../core/errors.js';
+import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
 
 export const OPS_HELP = `Usage: idem ops list [--status S] [--limit N] [--db PATH] [--json]
        idem ops show <operation_id> [--db PATH]
+       idem ops resolve <operation_id> --succeeded --resource-id R [--by NAME] [--db PATH]
+       idem ops resolve <operation_id> --failed --reason TEXT [--by NAME] [--db PATH]
 
-Inspects recorded operations (receipts) in a SQLite database (default ./idem.sqlite).
-  list   newest first, one line each: id, status, operation, principal, workspace, resource, created
-  show   one operation as JSON, including its stored result
-Statuses: succeeded (this version records only completed operations).`;
+Inspects and settles recorded operations in a SQLite database (default ./idem.sqlite).
+  list     newest first, one line each: id, status, tool, principal, workspace, resource, created
+  show     one operation as JSON: identity, state, result or error, next action, and its attempts
+  resolve  settle an outcome_unknown operation after checking the provider by hand; records who
+           (--by, default $USER) and when. Any other state is refused.
+Statuses: accepted, running, succeeded, failed, cancel_requested, cancelled, outcome_unknown.`;
 
 export async function opsCommand(argv: string[], out: (text: string) => void): Promise<void> {
   const [sub, ...rest] = argv;
@@ -28,6 +35,12 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
       status: { type: 'string' },
       limit: { type: 'string', default: '100' },
       json: { type: 'boolean', default: false },
+      succeeded: { type: 'boolean', default: false },
+      failed: { type: 'boolean', default: false },
+      'resource-id': { type: 'string' },
+      reason: { type: 'string' },
+      by: { type: 'string' },
+      retention: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -44,7 +57,8 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
         throw new CliError('usage: idem ops show <operation_id>', 2);
       const receipt = await store.getOperation(id);
       if (receipt === undefined) throw new CliError(`no operation ${id}`);
-      out(`${JSON.stringify(showView(receipt), null, 2)}\n`);
+      const attempts = await store.listAttempts(id);
+      out(`${JSON.stringify({ ...showView(receipt), attempts_detail: attempts }, null, 2)}\n`);
       return;
     }
     if (positionals.length > 0) throw new CliError('usage: idem ops list [--status S] [--limit N]', 2);
@@ -59,7 +73,7 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
       `${r.identity.operation}@v${r.identity.version}`,
       r.identity.principal,
       r.identity.workspace,
-      r.resourceId,
+      r.resourceId ?? '-',
       new Date(r.createdAt).toISOString(),
     ]);
     out(table(['OPERATION', 'STATUS', 'TOOL', 'PRINCIPAL', 'WORKSPACE', 'RESOURCE', 'CREATED'], rows));
@@ -84,4 +98,51 @@ function table(header: string[], rows: string[][]): string {
       .join('  ')
       .trimEnd();
   return `${[line(header), ...rows.map(line)].join('\n')}\n${rows.length === 0 ? '(no operations)\n' : ''}`;
+}
+
+async function resolve(
+  values: {
+    db: string;
+    succeeded: boolean;
+    failed: boolean;
+    'resource-id'?: string;
+    reason?: string;
+    by?: string;
+    retention?: string;
+  },
+  positionals: string[],
+  out: (text: string) => void,
+): Promise<void> {
+  const id = positionals[0];
+  if (id === undefined || positionals.length > 1)
+    throw new CliError('usage: idem ops resolve <operation_id> --succeeded|--failed', 2);
+  if (values.succeeded === values.failed)
+    throw new CliError('give exactly one of --succeeded or --failed', 2);
+  if (values.succeeded && !values['resource-id']) throw new CliError('--succeeded needs --resource-id R', 2);
+  if (values.failed && !values.reason) throw new CliError('--failed needs --reason TEXT', 2);
+  const retentionMs =
+    values.retention === undefined ? DEFAULT_RETENTION_MS : durationOption('--retention', values.retention);
+  const by = values.by ?? process.env.USER ?? 'operator';
+  const store = new SqliteStore(openSqlite(existingDb(values.db)));
+  try {
+    const now = systemClock.now();
+    let record;
+    try {
+      record = await store.resolve(id, {
+        to: values.succeeded ? 'succeeded' : 'failed',
+        by,
+        now,
+        expiresAt: now + retentionMs,
+        ...(values['resource-id'] === undefined ? {} : { resourceId: values['resource-id'] }),
+        ...(values.reason === undefined ? {} : { reason: values.reason }),
+      });
+    } catch (error) {
+      if (isIdemError(error) && error.code === 'invalid_argument') throw new CliError(error.message);
+      throw error;
+    }
+    if (record === undefined) throw new CliError(`no operation ${id}`);
+    out(`${JSON.stringify(showView(record), null, 2)}\n`);
+  } finally {
+    await store.close();
+  }
 }

@@ -17,7 +17,9 @@ export function decide(existing: Existing | undefined, requestFingerprint: strin
     return { kind: 'reject', error: expired(existing.tombstone.receiptExpiredAt) };
   }
   const { receipt } = existing;
-  if (receipt.expiresAt <= now) return { kind: 'reject', error: expired(receipt.expiresAt) };
+  if (receipt.expiresAt !== undefined && receipt.expiresAt <= now) {
+    return { kind: 'reject', error: expired(receipt.expiresAt) };
+  }
   if (receipt.fingerprint !== requestFingerprint) {
     return {
       kind: 'reject',
@@ -31,6 +33,7 @@ export function decide(existing: Existing | undefined, requestFingerprint: strin
       ),
     };
   }
+  // Any state: a succeeded record replays its result; an unfinished or failed one reports its state.
   return { kind: 'replay', receipt };
 }
 

@@ -8,7 +8,13 @@ export type FaultPoint =
   | 'after_effect' // effect written, receipt not yet written
   | 'before_commit' // effect and receipt written, COMMIT not yet issued
   | 'after_commit' // committed, nothing returned yet
-  | 'before_reply'; // result built, not yet handed to the transport
+  | 'before_reply' // result built, not yet handed to the transport
+  // Durable operations (worker):
+  | 'before_dispatch' // attempt recorded (dispatched), provider not yet contacted
+  | 'after_provider_reply' // provider replied with success, local record not yet written
+  | 'after_receipt' // final record committed, nothing reported yet
+  // Outbox:
+  | 'outbox_after_send'; // message delivered, not yet marked done
 
 export type FaultAction = (point: FaultPoint) => void;
 

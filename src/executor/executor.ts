@@ -8,11 +8,18 @@ import { newAttemptId, newOperationId } from '../core/ids.js';
 import type { JsonObject } from '../core/json.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { operationLabel, validateOperationName, type OperationIdentity } from '../core/operation-identity.js';
-import type { Receipt } from '../core/receipt.js';
-import type { EffectContext, EffectResult, SignalOption, Store } from '../store/store.js';
+import type { OperationRecord } from '../core/operation-record.js';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
+import type { CommitUnit, EffectContext, EffectResult, SignalOption, Store } from '../store/store.js';
+import { outcomeOf, type CallOutcome } from './call-outcome.js';
+
+export type { CallOutcome } from './call-outcome.js';
 
 /** Receipts are kept this long unless an operation says otherwise: 24 hours. */
 export const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
+
+/** How long a call with the key of a running operation waits for it to finish: 2 s. */
+export const DEFAULT_IN_FLIGHT_WAIT_MS = 2000;
 
 /**
  * Decides whether `principal` may act in `workspace`. Runs before every execution AND before every
@@ -24,15 +31,24 @@ export type Authorize = (
   context: { operation: string },
 ) => boolean | Promise<boolean>;
 
-/** A mutating operation made safe to retry. */
-export interface IdempotentOperation<App, Args extends Record<string, unknown>> {
+interface OperationDefinition {
   readonly name: string;
   /** Part of the identity: a retry of version 1 never replays or runs as version 2. */
   readonly version: number;
-  /** How long a receipt replays, ms. Default 24 h. */
+  /** How long a final record replays, ms. Default 24 h. */
   readonly retentionMs?: number;
+}
+
+/** A mutating operation whose effect commits with its receipt (a local database write). */
+export interface IdempotentOperation<App, Args extends Record<string, unknown>> extends OperationDefinition {
   /** The application's writes, made with the store's application handle inside its transaction. */
   effect(app: App, args: Args, context: EffectContext): EffectResult | Promise<EffectResult>;
+}
+
+/** A long-running operation: accepted now, carried out by a worker (src/operations). */
+export interface DurableOperation extends OperationDefinition {
+  /** The total deadline comes from `policy.totalMs`, counted from acceptance. */
+  readonly policy?: RetryPolicy;
 }
 
 export interface CallRequest<Args> extends SignalOption {
@@ -44,40 +60,33 @@ export interface CallRequest<Args> extends SignalOption {
   readonly args: Args;
 }
 
-export type CallOutcome =
-  | {
-      readonly ok: true;
-      /** The stored result, unchanged. */
-      readonly result: JsonObject;
-      readonly replayed: boolean;
-      readonly operationId: string;
-      readonly attemptId: string;
-    }
-  | { readonly ok: false; readonly error: IdemError; readonly attemptId: string };
-
 export interface ExecutorOptions<App> {
   store: Store<App>;
   authorize: Authorize;
   clock?: Clock;
   logger?: Logger;
+  /** How long a call waits for an in-flight operation with its key. Default 2 s. */
+  inFlightWaitMs?: number;
 }
 
 /**
- * Claim, effect, receipt; replay; conflict. The executor owns the decisions (pure, in `core`) and
- * leaves atomicity to the Store. It never throws for an expected outcome: every call ends in a
- * `CallOutcome`, and an unexpected failure becomes `internal` after the store rolled back.
+ * Claim, effect, receipt; replay; conflict; in-flight wait. The executor owns the decisions (pure,
+ * in `core`) and leaves atomicity to the Store. It never throws for an expected outcome: every call
+ * ends in a `CallOutcome`, and an unexpected failure becomes `internal` after the store rolled back.
  */
 export class Executor<App> {
   readonly store: Store<App>;
   readonly #authorize: Authorize;
   readonly #clock: Clock;
   readonly #logger: Logger;
+  readonly #waitMs: number;
 
   constructor(options: ExecutorOptions<App>) {
     this.store = options.store;
     this.#authorize = options.authorize;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
+    this.#waitMs = options.inFlightWaitMs ?? DEFAULT_IN_FLIGHT_WAIT_MS;
   }
 
   get faults(): FaultPoints {
@@ -96,9 +105,73 @@ export class Executor<App> {
     }
   }
 
+  /** Performs a local operation once per key; replays its result for retries. */
   async run<Args extends Record<string, unknown>>(
     operation: IdempotentOperation<App, Args>,
     request: CallRequest<Args>,
+  ): Promise<CallOutcome> {
+    const retentionMs = operation.retentionMs ?? DEFAULT_RETENTION_MS;
+    return this.#call(operation, request, (identity, context, requestFingerprint) => ({
+      effect: (app, ctx) => operation.effect(app, request.args, ctx),
+      receipt: (result) => {
+        const now = this.#clock.now();
+        const business = checkEffectResult(result);
+        return {
+          ...this.#newRecord(identity, context.operationId, requestFingerprint, 'local', now),
+          status: 'succeeded',
+          resourceId: business.resource_id,
+          result: { status: 'succeeded', operation_id: context.operationId, ...business },
+          expiresAt: now + retentionMs,
+        };
+      },
+    }));
+  }
+
+  /**
+   * Accepts a durable operation once per key and returns its handle at once; a worker executes it.
+   * A retry while it runs waits up to the in-flight bound, then reports `running`.
+   */
+  async start<Args extends Record<string, unknown>>(
+    operation: DurableOperation,
+    request: CallRequest<Args>,
+  ): Promise<CallOutcome> {
+    const policy = operation.policy ?? DEFAULT_RETRY_POLICY;
+    return this.#call(operation, request, (identity, context, requestFingerprint) => ({
+      receipt: () => {
+        const now = this.#clock.now();
+        return {
+          ...this.#newRecord(identity, context.operationId, requestFingerprint, 'durable', now),
+          status: 'accepted',
+          args: request.args as JsonObject,
+          deadlineAt: now + policy.totalMs,
+        };
+      },
+    }));
+  }
+
+  /** Waits (within the bound) for an unfinished operation, then reports what it is now. */
+  async #settle(record: OperationRecord, attemptId: string, signal?: AbortSignal): Promise<CallOutcome> {
+    let current = record;
+    const started = this.#clock.monotonic();
+    let pause = 25;
+    while (isUnfinished(current) && this.#clock.monotonic() - started < this.#waitMs) {
+      await this.#clock.sleep(Math.min(pause, this.#waitMs - (this.#clock.monotonic() - started)), {
+        signal,
+      });
+      pause = Math.min(pause * 2, 200);
+      current = (await this.store.getOperation(current.operationId, { signal })) ?? current;
+    }
+    return outcomeOf(current, true, attemptId);
+  }
+
+  async #call<Args extends Record<string, unknown>>(
+    operation: OperationDefinition,
+    request: CallRequest<Args>,
+    build: (
+      identity: OperationIdentity,
+      context: Omit<EffectContext, 'enqueue'>,
+      requestFingerprint: string,
+    ) => Pick<CommitUnit<App>, 'effect' | 'receipt'>,
   ): Promise<CallOutcome> {
     const attemptId = newAttemptId();
     const started = this.#clock.monotonic();
@@ -106,11 +179,15 @@ export class Executor<App> {
     const finish = (outcome: CallOutcome): CallOutcome => {
       const fields = {
         attempt_id: attemptId,
-        operation_id: outcome.ok ? outcome.operationId : operationId,
+        operation_id: outcome.ok ? outcome.operationId : (outcome.error.operationId ?? operationId),
         tool: operationLabel({ operation: operation.name, version: operation.version }),
         principal: request.principal,
         workspace: request.workspace,
-        outcome: outcome.ok ? (outcome.replayed ? 'replayed' : 'executed') : outcome.error.code,
+        outcome: outcome.ok
+          ? outcome.replayed
+            ? 'replayed'
+            : String(outcome.result.status)
+          : outcome.error.code,
         duration_ms: Math.round((this.#clock.monotonic() - started) * 1000) / 1000,
       };
       if (!outcome.ok && outcome.error.code === 'internal') this.#logger.error('idem.call', fields);
@@ -140,27 +217,26 @@ export class Executor<App> {
 
       // Lock-free read first: a replay or a rejection needs no write lock.
       const early = decide(await this.store.lookup(identity, request), requestFingerprint, this.#clock.now());
-      if (early.kind === 'replay') return finish(replay(early.receipt, attemptId));
+      if (early.kind === 'replay')
+        return finish(await this.#settle(early.receipt, attemptId, request.signal));
       if (early.kind === 'reject') throw early.error;
 
       operationId = newOperationId();
-      const context: EffectContext = { operationId, attemptId, identity };
-      const retentionMs = operation.retentionMs ?? DEFAULT_RETENTION_MS;
+      const context = { operationId, attemptId, identity };
       const outcome = await this.store.commit(
         {
           identity,
           context,
           decide: (existing) => decide(existing, requestFingerprint, this.#clock.now()),
-          effect: (app, ctx) => operation.effect(app, request.args, ctx),
-          receipt: (result) => this.#receipt(identity, context, requestFingerprint, result, retentionMs),
+          ...build(identity, context, requestFingerprint),
         },
         request,
       );
-      if (outcome.kind === 'executed') {
-        return finish({ ok: true, result: outcome.receipt.result, replayed: false, operationId, attemptId });
-      }
+      if (outcome.kind === 'executed') return finish(outcomeOf(outcome.receipt, false, attemptId));
       operationId = undefined;
-      if (outcome.decision.kind === 'replay') return finish(replay(outcome.decision.receipt, attemptId));
+      if (outcome.decision.kind === 'replay') {
+        return finish(await this.#settle(outcome.decision.receipt, attemptId, request.signal));
+      }
       throw outcome.decision.error;
     } catch (error) {
       const idemError = toIdemError(error, 'the operation failed and was rolled back; nothing was committed');
@@ -168,34 +244,37 @@ export class Executor<App> {
     }
   }
 
-  #receipt(
+  #newRecord(
     identity: OperationIdentity,
-    context: EffectContext,
+    operationId: string,
     requestFingerprint: string,
-    result: EffectResult,
-    retentionMs: number,
-  ): Receipt {
-    if (typeof result !== 'object' || result === null || typeof result.resource_id !== 'string') {
-      throw new IdemError('internal', 'the effect must return an object with a string resource_id');
-    }
-    for (const reserved of ['status', 'operation_id', 'replayed']) {
-      if (reserved in result)
-        throw new IdemError('internal', `the effect must not return the reserved field ${reserved}`);
-    }
-    const createdAt = this.#clock.now();
+    kind: 'local' | 'durable',
+    now: number,
+  ) {
     return {
-      operationId: context.operationId,
+      operationId,
       identity,
       fingerprint: requestFingerprint,
-      status: 'succeeded',
-      resourceId: result.resource_id,
-      result: { status: 'succeeded', operation_id: context.operationId, ...result },
-      createdAt,
-      expiresAt: createdAt + retentionMs,
-    };
+      kind,
+      createdAt: now,
+      updatedAt: now,
+      attemptCount: kind === 'local' ? 1 : 0,
+      dispatched: false,
+    } as const;
   }
 }
 
-function replay(receipt: Receipt, attemptId: string): CallOutcome {
-  return { ok: true, result: receipt.result, replayed: true, operationId: receipt.operationId, attemptId };
+function isUnfinished(record: OperationRecord): boolean {
+  return record.status === 'accepted' || record.status === 'running' || record.status === 'cancel_requested';
+}
+
+function checkEffectResult(result: EffectResult | undefined): EffectResult {
+  if (typeof result !== 'object' || result === null || typeof result.resource_id !== 'string') {
+    throw new IdemError('internal', 'the effect must return an object with a string resource_id');
+  }
+  for (const reserved of ['status', 'operation_id', 'replayed']) {
+    if (reserved in result)
+      throw new IdemError('internal', `the effect must not return the reserved field ${reserved}`);
+  }
+  return result;
 }

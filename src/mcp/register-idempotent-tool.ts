@@ -3,7 +3,15 @@ import { z, type ZodRawShape } from 'zod';
 import { IdemError } from '../core/errors.js';
 import { MAX_KEY_LENGTH } from '../core/idempotency-key.js';
 import type { JsonObject } from '../core/json.js';
-import { DEFAULT_RETENTION_MS, Executor, type IdempotentOperation } from '../executor/executor.js';
+import {
+  DEFAULT_RETENTION_MS,
+  Executor,
+  type CallOutcome,
+  type CallRequest,
+  type DurableOperation,
+  type IdempotentOperation,
+} from '../executor/executor.js';
+import type { RetryPolicy } from '../core/retry-policy.js';
 import type { EffectContext, EffectResult } from '../store/store.js';
 import { lenientObject } from './lenient-object.js';
 import { principalOf, type RequestExtra } from './principal.js';
@@ -42,6 +50,18 @@ export interface IdempotentToolConfig<App, Shape extends ZodRawShape> {
   effect(app: App, args: ToolArgs<Shape>, context: EffectContext): EffectResult | Promise<EffectResult>;
 }
 
+/** A long-running tool: accepted at once with a handle, executed by a worker. */
+export interface DurableToolConfig<Shape extends ZodRawShape> {
+  readonly name: string;
+  readonly version: number;
+  readonly title?: string;
+  readonly description: string;
+  readonly inputSchema: Shape;
+  readonly retentionMs?: number;
+  /** Total deadline and retry policy of the worker's attempts. */
+  readonly policy?: RetryPolicy;
+}
+
 /**
  * Registers a mutating tool that keeps the retry contract. Every result, success or error, is a
  * CallToolResult built here with `structuredContent` that fits the declared output schema; nothing
@@ -52,6 +72,42 @@ export function registerIdempotentTool<App, Shape extends ZodRawShape>(
   executor: Executor<App>,
   config: IdempotentToolConfig<App, Shape>,
 ): RegisteredTool {
+  const operation: IdempotentOperation<App, ToolArgs<Shape>> = {
+    name: config.name,
+    version: config.version,
+    retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
+    effect: (app, args, context) => config.effect(app, args, context),
+  };
+  return register(server, executor, config, (request) => executor.run(operation, request));
+}
+
+/**
+ * Registers a long-running tool: the first call commits the operation as `accepted` and returns its
+ * handle; a worker executes it; a retry with the same key waits within the bound, then reports it.
+ */
+export function registerDurableTool<App, Shape extends ZodRawShape>(
+  server: McpServer,
+  executor: Executor<App>,
+  config: DurableToolConfig<Shape>,
+): RegisteredTool {
+  const operation: DurableOperation = {
+    name: config.name,
+    version: config.version,
+    retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
+    ...(config.policy === undefined ? {} : { policy: config.policy }),
+  };
+  return register(server, executor, config, (request) => executor.start(operation, request));
+}
+
+function register<App, Shape extends ZodRawShape>(
+  server: McpServer,
+  executor: Executor<App>,
+  config: Pick<
+    IdempotentToolConfig<App, Shape>,
+    'name' | 'version' | 'title' | 'description' | 'inputSchema' | 'retentionMs'
+  >,
+  perform: (request: CallRequest<ToolArgs<Shape>>) => Promise<CallOutcome>,
+): RegisteredTool {
   Executor.validate(config);
   const retentionMs = config.retentionMs ?? DEFAULT_RETENTION_MS;
   const fullShape = {
@@ -60,13 +116,6 @@ export function registerIdempotentTool<App, Shape extends ZodRawShape>(
     idempotency_key: idempotencyKeyField,
   };
   const strict = z.object(fullShape).strict();
-  const operation: IdempotentOperation<App, ToolArgs<Shape>> = {
-    name: config.name,
-    version: config.version,
-    retentionMs,
-    effect: (app, args, context) => config.effect(app, args, context),
-  };
-
   return server.registerTool(
     config.name,
     {
@@ -87,7 +136,7 @@ export function registerIdempotentTool<App, Shape extends ZodRawShape>(
       const { idempotency_key: _key, ...args } = parsed.value as ToolArgs<Shape> & {
         idempotency_key: string;
       };
-      const outcome = await executor.run(operation, {
+      const outcome = await perform({
         principal,
         workspace: args.workspace,
         key,

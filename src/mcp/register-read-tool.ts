@@ -15,6 +15,8 @@ export interface ReadToolConfig<Shape extends ZodRawShape> {
   readonly inputSchema: Shape;
   /** Success fields; declared optional in the output schema so that error results fit it too. */
   readonly outputShape: ZodRawShape;
+  /** Default true; false for a tool that changes state but is safe to repeat (e.g. cancel). */
+  readonly readOnly?: boolean;
   /** Returns the structured success result or throws an IdemError. */
   handler(
     args: z.objectOutputType<Shape, z.ZodTypeAny>,
@@ -49,7 +51,7 @@ export function registerReadTool<Shape extends ZodRawShape>(
       description: config.description,
       inputSchema: lenientObject(config.inputSchema),
       outputSchema: z.object(outputShape).passthrough(),
-      annotations: { readOnlyHint: true, idempotentHint: true },
+      annotations: { readOnlyHint: config.readOnly ?? true, idempotentHint: true },
     },
     async (raw: unknown, extra: RequestExtra) => {
       const parsed = validateArguments(strict, raw);

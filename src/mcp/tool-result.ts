@@ -48,9 +48,9 @@ const STATUS_BY_CODE: Record<ErrorCode, (typeof RESULT_STATUSES)[number]> = {
 };
 
 /** The structured form of an error, as it goes on the wire. */
-export function errorContent(error: IdemError): JsonObject {
+export function errorContent(error: IdemError, status?: (typeof RESULT_STATUSES)[number]): JsonObject {
   const body: JsonObject = {
-    status: STATUS_BY_CODE[error.code],
+    status: status ?? STATUS_BY_CODE[error.code],
     error: {
       code: error.code,
       message: error.message,
@@ -75,5 +75,5 @@ export function toolResult(content: JsonObject, isError = false): CallToolResult
 /** Maps an executor outcome to the wire: the stored result plus `replayed`, or a coded error. */
 export function outcomeResult(outcome: CallOutcome): CallToolResult {
   if (outcome.ok) return toolResult({ ...outcome.result, replayed: outcome.replayed });
-  return toolResult(errorContent(outcome.error), true);
+  return toolResult(errorContent(outcome.error, outcome.status), true);
 }

@@ -6,6 +6,7 @@ import { systemClock, type Clock } from '../core/clock.js';
 import { FaultPoints } from '../core/fault-points.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { DEFAULT_RETENTION_MS, Executor } from '../executor/executor.js';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
 import { NotesApp } from './notes-app.js';
 import { registerReferenceTools } from './reference-tools.js';
 import type { TokenRegistry } from './token-registry.js';
@@ -22,6 +23,12 @@ export interface ReferenceAppOptions {
   tombstoneTtlMs?: number;
   lockTimeoutMs?: number;
   synchronous?: 'FULL' | 'NORMAL';
+  /** Base URL of the deployment provider (also the webhook receiver of create_note's notify). */
+  providerUrl?: string;
+  /** The worker's policy for start_deployment. Default DEFAULT_RETRY_POLICY. */
+  deploymentPolicy?: RetryPolicy;
+  /** How long a retry waits for an in-flight operation. Default 2 s. */
+  inFlightWaitMs?: number;
 }
 
 export const SERVER_INFO = { name: 'idem-reference', version: '0.1.0' };
@@ -37,6 +44,8 @@ export class ReferenceApp {
   readonly logger: Logger;
   readonly retentionMs: number;
   readonly tombstoneTtlMs: number;
+  readonly providerUrl: string | undefined;
+  readonly deploymentPolicy: RetryPolicy;
 
   constructor(options: ReferenceAppOptions) {
     this.clock = options.clock ?? systemClock;
@@ -44,6 +53,8 @@ export class ReferenceApp {
     this.registry = options.registry;
     this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
     this.tombstoneTtlMs = options.tombstoneTtlMs ?? DEFAULT_TOMBSTONE_TTL_MS;
+    this.providerUrl = options.providerUrl;
+    this.deploymentPolicy = options.deploymentPolicy ?? DEFAULT_RETRY_POLICY;
     this.db = openSqlite(options.dbPath, { synchronous: options.synchronous ?? 'FULL' });
     // The application's schema first, while the driver's own busy wait still covers concurrent starts.
     this.notes = new NotesApp(this.db, this.clock);
@@ -57,6 +68,7 @@ export class ReferenceApp {
       clock: this.clock,
       logger: this.logger,
       authorize: (principal, workspace) => this.registry.holds(principal, workspace),
+      ...(options.inFlightWaitMs === undefined ? {} : { inFlightWaitMs: options.inFlightWaitMs }),
     });
   }
 
@@ -68,6 +80,9 @@ export class ReferenceApp {
       notes: this.notes,
       holds: (principal, workspace) => this.registry.holds(principal, workspace),
       retentionMs: this.retentionMs,
+      clock: this.clock,
+      deploymentPolicy: this.deploymentPolicy,
+      ...(this.providerUrl === undefined ? {} : { webhookUrl: new URL('/webhooks', this.providerUrl).href }),
     });
     return server;
   }

@@ -2,26 +2,39 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { SqliteDatabase } from '../adapters/sqlite/sqlite-database.js';
 import { IdemError } from '../core/errors.js';
-import type { JsonObject } from '../core/json.js';
-import type { Receipt } from '../core/receipt.js';
+import type { JsonObject, JsonValue } from '../core/json.js';
+import type { Clock } from '../core/clock.js';
+import type { OperationRecord } from '../core/operation-record.js';
+import type { RetryPolicy } from '../core/retry-policy.js';
+import { outcomeOf } from '../executor/call-outcome.js';
+import { errorContent } from '../mcp/tool-result.js';
 import type { Executor } from '../executor/executor.js';
-import { registerIdempotentTool, workspaceField } from '../mcp/register-idempotent-tool.js';
+import {
+  registerDurableTool,
+  registerIdempotentTool,
+  workspaceField,
+} from '../mcp/register-idempotent-tool.js';
 import { registerReadTool } from '../mcp/register-read-tool.js';
 import type { NotesApp } from './notes-app.js';
 
 export interface ReferenceToolsOptions {
   executor: Executor<SqliteDatabase>;
   notes: NotesApp;
+  clock: Clock;
   /** Whether `principal` holds `workspace`; the same check the executor's authorize runs. */
   holds(principal: string, workspace: string): boolean;
   retentionMs: number;
+  /** Where create_note's `notify: true` posts its webhook (through the outbox). */
+  webhookUrl?: string;
+  /** The worker's policy for start_deployment (total deadline, attempts, backoff). */
+  deploymentPolicy?: RetryPolicy;
 }
 
 const noteShape = { note_id: z.string(), body: z.string(), created_at: z.string() };
 
-/** Registers create_note, get_note, list_notes and get_operation on one McpServer. */
+/** Registers create_note, get_note, list_notes, start_deployment, get_operation and cancel_operation. */
 export function registerReferenceTools(server: McpServer, options: ReferenceToolsOptions): void {
-  const { executor, notes, holds } = options;
+  const { executor, notes, holds, clock } = options;
   const requireWorkspace = (principal: string, workspace: string) => {
     if (!holds(principal, workspace)) {
       throw new IdemError('forbidden', `principal may not act in workspace ${JSON.stringify(workspace)}`);
@@ -32,10 +45,65 @@ export function registerReferenceTools(server: McpServer, options: ReferenceTool
     name: 'create_note',
     version: 1,
     title: 'Create a note',
-    description: 'Creates a note in a workspace and returns its id as resource_id (and note_id).',
-    inputSchema: { body: z.string().min(1).max(10_000).describe('The note text, 1 to 10000 characters.') },
+    description:
+      'Creates a note in a workspace and returns its id as resource_id (and note_id). With notify: true, a webhook announcing the note is sent once, reliably, after the note is committed.',
+    inputSchema: {
+      body: z.string().min(1).max(10_000).describe('The note text, 1 to 10000 characters.'),
+      notify: z.boolean().default(false).describe('Send a webhook about the new note (default false).'),
+    },
     retentionMs: options.retentionMs,
-    effect: (db, args, context) => notes.insert(db, args.workspace, args.body, context.operationId),
+    effect: (db, args, context) => {
+      const result = notes.insert(db, args.workspace, args.body, context.operationId);
+      if (args.notify) {
+        if (options.webhookUrl === undefined) {
+          throw new IdemError('invalid_argument', 'notify needs a webhook receiver; this server has none');
+        }
+        // Committed with the note, sent after: the receiver deduplicates on the key.
+        context.enqueue({
+          destination: options.webhookUrl,
+          dedupKey: `note-created:${context.operationId}`,
+          payload: { event: 'note.created', note_id: result.resource_id, workspace: args.workspace },
+        });
+      }
+      return result;
+    },
+  });
+
+  registerDurableTool(server, executor, {
+    name: 'start_deployment',
+    version: 1,
+    title: 'Start a deployment',
+    description:
+      'Starts deploying a version of a service through the deployment provider. Returns at once with status "accepted" and an operation_id; call get_operation to follow it and cancel_operation to cancel it.',
+    inputSchema: {
+      service: z.string().min(1).max(100).describe('The service to deploy.'),
+      version: z.string().min(1).max(100).describe('The version to deploy.'),
+    },
+    retentionMs: options.retentionMs,
+    ...(options.deploymentPolicy === undefined ? {} : { policy: options.deploymentPolicy }),
+  });
+
+  registerReadTool(server, {
+    name: 'cancel_operation',
+    description:
+      'Asks to cancel one of your operations. It becomes "cancelled" only once it is established that nothing was or will be done; if the work already succeeded, it stays succeeded. Call get_operation to see the final state.',
+    inputSchema: { operation_id: z.string().min(1).max(200) },
+    outputShape: { ...operationShape, cancel: z.enum(['requested', 'already_requested', 'already_final']) },
+    readOnly: false,
+    handler: async (args, principal, extra) => {
+      const before = await ownOperation(args.operation_id, principal, extra.signal);
+      const after = await executor.store.requestCancel(args.operation_id, clock.now(), {
+        signal: extra.signal,
+      });
+      const record = after ?? before;
+      const cancel =
+        before.status === 'cancel_requested'
+          ? 'already_requested'
+          : record.status === 'cancel_requested'
+            ? 'requested'
+            : 'already_final';
+      return { ...operationView(record), cancel };
+    },
   });
 
   registerReadTool(server, {
@@ -65,40 +133,62 @@ export function registerReferenceTools(server: McpServer, options: ReferenceTool
   registerReadTool(server, {
     name: 'get_operation',
     description:
-      'Reports what became of an operation started by one of your earlier calls, by the operation_id from its result. Use it when an outcome is uncertain.',
+      'Reports what became of one of your operations, by the operation_id from an earlier result: its status (accepted, running, succeeded, failed, cancel_requested, cancelled, outcome_unknown), its result when done, and what to do next. Use it when an outcome is uncertain.',
     inputSchema: { operation_id: z.string().min(1).max(200) },
-    outputShape: {
-      operation_id: z.string(),
-      operation: z.string(),
-      version: z.number(),
-      workspace: z.string(),
-      resource_id: z.string(),
-      created_at: z.string(),
-      expires_at: z.string(),
-      result: z.record(z.unknown()),
-    },
-    handler: async (args, principal, extra) => {
-      const receipt = await executor.store.getOperation(args.operation_id, { signal: extra.signal });
-      // Another principal's operation gets exactly the answer an unknown id gets.
-      if (receipt === undefined || receipt.identity.principal !== principal) {
-        throw new IdemError('not_found', 'no such operation');
-      }
-      requireWorkspace(principal, receipt.identity.workspace);
-      return operationView(receipt);
-    },
+    outputShape: operationShape,
+    handler: async (args, principal, extra) =>
+      operationView(await ownOperation(args.operation_id, principal, extra.signal)),
   });
+
+  /** The caller's own operation; another principal's gets exactly the answer an unknown id gets. */
+  async function ownOperation(operationId: string, principal: string, signal?: AbortSignal) {
+    const record = await executor.store.getOperation(operationId, { signal });
+    if (record === undefined || record.identity.principal !== principal) {
+      throw new IdemError('not_found', 'no such operation');
+    }
+    requireWorkspace(principal, record.identity.workspace);
+    return record;
+  }
 }
 
-export function operationView(receipt: Receipt): JsonObject {
-  return {
-    status: receipt.status,
-    operation_id: receipt.operationId,
-    operation: receipt.identity.operation,
-    version: receipt.identity.version,
-    workspace: receipt.identity.workspace,
-    resource_id: receipt.resourceId,
-    created_at: new Date(receipt.createdAt).toISOString(),
-    expires_at: new Date(receipt.expiresAt).toISOString(),
-    result: receipt.result,
+const operationShape = {
+  operation_id: z.string(),
+  operation: z.string(),
+  version: z.number(),
+  workspace: z.string(),
+  attempts: z.number(),
+  resource_id: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  expires_at: z.string(),
+  result: z.record(z.unknown()),
+  resolved_by: z.string(),
+  resolved_at: z.string(),
+};
+
+/** An operation as tools and the CLI show it: ISO times, the result when done, the next step. */
+export function operationView(record: OperationRecord): JsonObject {
+  const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
+  const outcome = outcomeOf(record, true, '');
+  const view: Record<string, JsonValue | undefined> = {
+    status: record.status,
+    operation_id: record.operationId,
+    operation: record.identity.operation,
+    version: record.identity.version,
+    workspace: record.identity.workspace,
+    attempts: record.attemptCount,
+    resource_id: record.resourceId,
+    created_at: iso(record.createdAt),
+    updated_at: iso(record.updatedAt),
+    expires_at: iso(record.expiresAt),
+    result: record.result,
+    error: outcome.ok ? undefined : (errorContent(outcome.error).error as JsonValue),
+    next_action: outcome.ok ? undefined : outcome.error.nextAction,
+    resolved_by: record.resolvedBy,
+    resolved_at: iso(record.resolvedAt),
   };
+  if (record.status === 'running' || record.status === 'accepted' || record.status === 'cancel_requested') {
+    view.error = undefined;
+  }
+  return Object.fromEntries(Object.entries(view).filter(([, v]) => v !== undefined)) as JsonObject;
 }

@@ -2,7 +2,14 @@ import type { Decision } from '../core/decide.js';
 import type { FaultPoints } from '../core/fault-points.js';
 import type { JsonObject } from '../core/json.js';
 import type { OperationIdentity } from '../core/operation-identity.js';
-import type { Existing, Receipt } from '../core/receipt.js';
+import type {
+  AttemptRecord,
+  OperationError,
+  OperationRecord,
+  OutboxMessage,
+} from '../core/operation-record.js';
+import type { OperationState } from '../core/operation-state.js';
+import type { Existing } from '../core/receipt.js';
 
 export interface SignalOption {
   signal?: AbortSignal;
@@ -11,33 +18,46 @@ export interface SignalOption {
 /** What an effect returns: the business result, which must name the resource it made. */
 export type EffectResult = JsonObject & { resource_id: string };
 
+/** A message to send after the transaction commits; the receiver deduplicates on `dedupKey`. */
+export interface OutboxIntent {
+  readonly destination: string;
+  readonly dedupKey: string;
+  readonly payload: JsonObject;
+}
+
 export interface EffectContext {
   readonly operationId: string;
   readonly attemptId: string;
   readonly identity: OperationIdentity;
+  /**
+   * Records an outbox message in the effect's own transaction: it commits (or rolls back) with the
+   * effect. Synchronous on SQLite.
+   */
+  enqueue(intent: OutboxIntent): void | Promise<void>;
 }
 
 /**
- * One unit of "at most once": the store looks the identity up inside its write transaction,
- * asks `decide`, and only on `execute` runs `effect` with the application's handle and writes
- * `receipt(result)` in the same transaction.
+ * One unit of "at most once": the store looks the identity up inside its write transaction, asks
+ * `decide`, and only on `execute` runs `effect` (if any) with the application's handle, then writes
+ * `record(result)` in the same transaction. A durable operation has no effect here: its record is
+ * born `accepted` and a worker executes it later.
  */
 export interface CommitUnit<App> {
   readonly identity: OperationIdentity;
+  readonly context: Omit<EffectContext, 'enqueue'>;
   decide(existing: Existing | undefined): Decision;
-  effect(app: App, context: EffectContext): EffectResult | Promise<EffectResult>;
-  receipt(result: EffectResult): Receipt;
-  readonly context: EffectContext;
+  effect?(app: App, context: EffectContext): EffectResult | Promise<EffectResult>;
+  receipt(result: EffectResult | undefined): OperationRecord;
 }
 
 export type CommitOutcome =
-  | { readonly kind: 'executed'; readonly receipt: Receipt }
+  | { readonly kind: 'executed'; readonly receipt: OperationRecord }
   | { readonly kind: 'decided'; readonly decision: Exclude<Decision, { kind: 'execute' }> };
 
 export interface SweepOptions extends SignalOption {
   /** Epoch ms taken as "now" for expiry. */
   readonly now: number;
-  /** How long a tombstone outlives its receipt, ms. */
+  /** How long a tombstone outlives its record, ms. */
   readonly tombstoneTtlMs: number;
   /** Rows per transaction; small so that writers are never blocked for long. */
   readonly batchSize: number;
@@ -56,29 +76,130 @@ export interface ListOptions extends SignalOption {
   readonly limit?: number;
 }
 
+export interface ClaimOptions extends SignalOption {
+  readonly workerId: string;
+  /** Epoch ms. */
+  readonly now: number;
+  readonly leaseMs: number;
+}
+
+/** Fields a worker may change together with a state change. */
+export interface OperationPatch {
+  readonly resourceId?: string;
+  readonly result?: JsonObject;
+  readonly error?: OperationError;
+  readonly expiresAt?: number;
+  readonly dispatched?: boolean;
+  /** Epoch ms before which no worker claims the operation again (backoff); also releases the lease. */
+  readonly nextAttemptAt?: number;
+  /** Give up the lease after this change (the operation waits for backoff or is final). */
+  readonly releaseLease?: boolean;
+}
+
+export interface TransitionRequest extends SignalOption {
+  /** The lease holder; the change is refused (undefined) if another worker holds the lease. */
+  readonly workerId: string;
+  /** The change applies only if the operation is in one of these states. */
+  readonly from: readonly OperationState[];
+  readonly to: OperationState;
+  readonly now: number;
+  readonly patch?: OperationPatch;
+}
+
+export interface AttemptStart extends SignalOption {
+  readonly workerId: string;
+  readonly attemptId: string;
+  readonly now: number;
+  /** The operation must be in one of these states; it moves to `running`. */
+  readonly from: readonly OperationState[];
+}
+
+export interface AttemptEnd extends SignalOption {
+  readonly endedAt: number;
+  readonly outcome: string;
+  readonly detail?: string;
+}
+
+export interface Resolution extends SignalOption {
+  readonly to: 'succeeded' | 'failed';
+  readonly by: string;
+  readonly now: number;
+  readonly resourceId?: string;
+  readonly reason?: string;
+  readonly expiresAt: number;
+}
+
 /**
- * The storage port. Adapters (SQLite, PostgreSQL) implement it; the executor relies on exactly
- * these promises:
+ * The storage port. Adapters (SQLite, PostgreSQL) implement it; the executor and the worker rely on
+ * exactly these promises.
  *
- * - `commit` MUST run lookup, decision, effect and receipt write in ONE transaction that holds the
+ * Idempotent calls:
+ * - `commit` MUST run lookup, decision, effect and record write in ONE transaction that holds the
  *   write lock for the identity from the lookup on, so that concurrent units with one identity
  *   serialize and exactly one effect commits. If the effect or any fault point throws, it MUST roll
- *   back everything (no effect, no receipt) and rethrow. If the lock is not obtained within the
- *   store's bound it MUST throw `busy` (retryable, with `retryAfterMs`) and never report success.
- *   Two transactions MUST NOT interleave on one connection.
+ *   back everything (no effect, no record, no outbox message) and rethrow. If the lock is not
+ *   obtained within the store's bound it MUST throw `busy` (retryable, with `retryAfterMs`) and never
+ *   report success. Two transactions MUST NOT interleave on one connection.
  * - `commit` MUST hit the fault points `after_claim`, `after_effect`, `before_commit` and
  *   `after_commit` at those moments.
- * - `lookup` SHOULD read without taking the write lock; it MUST only see committed data.
- * - `sweep` MUST turn receipts past `expiresAt` into tombstones and delete tombstones past theirs,
- *   each batch in its own short transaction.
- * - Driver errors MUST be translated into IdemError (`busy`, `internal`) inside the adapter.
+ * - `lookup`, `getOperation`, `listOperations`, `listAttempts` SHOULD read without taking the write
+ *   lock; they MUST only see committed data.
+ * - `sweep` MUST turn final records past `expiresAt` into tombstones and delete tombstones past
+ *   theirs, each batch in its own short transaction. Records that are not final never expire.
+ *
+ * Durable operations (a worker carries them from `accepted` to a final state):
+ * - `claimDue` MUST atomically give at most one worker a lease on an operation that is `accepted`,
+ *   `running` or `cancel_requested`, whose lease is absent or expired and whose backoff has passed.
+ * - `transition`, `startAttempt`, `renewLease` MUST apply only while `workerId` holds an unexpired
+ *   lease and the state is one of `from`; otherwise they change nothing and return undefined/false.
+ *   Every state change MUST be legal per `core/operation-state.ts`.
+ * - `startAttempt` MUST, in one transaction, move the operation to `running`, count the attempt, set
+ *   `dispatched` and record the attempt row, BEFORE the caller contacts the provider.
+ * - `requestCancel` MUST move `accepted`/`running` to `cancel_requested` and leave any other state
+ *   unchanged; `resolve` MUST only settle `outcome_unknown`, recording who and when.
+ *
+ * Outbox:
+ * - Messages enqueued in an effect MUST commit or roll back with it. `claimOutbox` MUST lease each
+ *   message to one dispatcher at a time; a message whose sender crashed is sent again after the lease
+ *   expires, with the same `dedupKey`.
+ *
+ * Driver errors MUST be translated into IdemError (`busy`, `internal`) inside the adapter.
  */
 export interface Store<App> {
   readonly faults: FaultPoints;
   lookup(identity: OperationIdentity, options?: SignalOption): Promise<Existing | undefined>;
   commit(unit: CommitUnit<App>, options?: SignalOption): Promise<CommitOutcome>;
-  getOperation(operationId: string, options?: SignalOption): Promise<Receipt | undefined>;
-  listOperations(options?: ListOptions): Promise<Receipt[]>;
+  getOperation(operationId: string, options?: SignalOption): Promise<OperationRecord | undefined>;
+  listOperations(options?: ListOptions): Promise<OperationRecord[]>;
   sweep(options: SweepOptions): Promise<SweepResult>;
+
+  claimDue(options: ClaimOptions): Promise<OperationRecord | undefined>;
+  renewLease(
+    operationId: string,
+    workerId: string,
+    leaseExpiresAt: number,
+    options?: SignalOption,
+  ): Promise<boolean>;
+  transition(operationId: string, request: TransitionRequest): Promise<OperationRecord | undefined>;
+  startAttempt(operationId: string, start: AttemptStart): Promise<OperationRecord | undefined>;
+  finishAttempt(attemptId: string, end: AttemptEnd): Promise<void>;
+  listAttempts(operationId: string, options?: SignalOption): Promise<AttemptRecord[]>;
+  requestCancel(
+    operationId: string,
+    now: number,
+    options?: SignalOption,
+  ): Promise<OperationRecord | undefined>;
+  resolve(operationId: string, resolution: Resolution): Promise<OperationRecord | undefined>;
+
+  claimOutbox(options: ClaimOptions & { limit: number }): Promise<OutboxMessage[]>;
+  completeOutbox(id: number, workerId: string, now: number, options?: SignalOption): Promise<void>;
+  retryOutbox(
+    id: number,
+    workerId: string,
+    nextAttemptAt: number,
+    error: string,
+    options?: SignalOption,
+  ): Promise<void>;
+
   close(): Promise<void>;
 }

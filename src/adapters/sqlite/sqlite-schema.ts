@@ -7,22 +7,37 @@ import type { SqliteDatabase } from './sqlite-database.js';
 const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE idem_operations (
-    operation_id TEXT NOT NULL UNIQUE,
-    principal    TEXT NOT NULL,
-    workspace    TEXT NOT NULL,
-    operation    TEXT NOT NULL,
-    version      INTEGER NOT NULL,
-    idem_key     TEXT NOT NULL,
-    fingerprint  TEXT NOT NULL,
-    status       TEXT NOT NULL,
-    resource_id  TEXT,
-    result_json  TEXT,
-    created_at   INTEGER NOT NULL,
-    expires_at   INTEGER NOT NULL,
+    operation_id        TEXT NOT NULL UNIQUE,
+    principal           TEXT NOT NULL,
+    workspace           TEXT NOT NULL,
+    operation           TEXT NOT NULL,
+    version             INTEGER NOT NULL,
+    idem_key            TEXT NOT NULL,
+    fingerprint         TEXT NOT NULL,
+    kind                TEXT NOT NULL,
+    status              TEXT NOT NULL,
+    resource_id         TEXT,
+    result_json         TEXT,
+    args_json           TEXT,
+    error_json          TEXT,
+    created_at          INTEGER NOT NULL,
+    updated_at          INTEGER NOT NULL,
+    expires_at          INTEGER,
+    deadline_at         INTEGER,
+    attempt_count       INTEGER NOT NULL DEFAULT 0,
+    dispatched          INTEGER NOT NULL DEFAULT 0,
+    lease_owner         TEXT,
+    lease_expires_at    INTEGER,
+    next_attempt_at     INTEGER,
+    cancel_requested_at INTEGER,
+    resolved_by         TEXT,
+    resolved_at         INTEGER,
     PRIMARY KEY (principal, workspace, operation, version, idem_key)
   );
-  CREATE INDEX idem_operations_expires_at ON idem_operations (expires_at);
+  CREATE INDEX idem_operations_expires_at ON idem_operations (expires_at) WHERE expires_at IS NOT NULL;
   CREATE INDEX idem_operations_created_at ON idem_operations (created_at);
+  CREATE INDEX idem_operations_due ON idem_operations (next_attempt_at)
+    WHERE status IN ('accepted', 'running', 'cancel_requested');
   CREATE TABLE idem_tombstones (
     principal          TEXT NOT NULL,
     workspace          TEXT NOT NULL,
@@ -35,6 +50,31 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (principal, workspace, operation, version, idem_key)
   );
   CREATE INDEX idem_tombstones_expires_at ON idem_tombstones (expires_at);
+  CREATE TABLE idem_attempts (
+    attempt_id   TEXT PRIMARY KEY,
+    operation_id TEXT NOT NULL,
+    number       INTEGER NOT NULL,
+    worker_id    TEXT NOT NULL,
+    started_at   INTEGER NOT NULL,
+    ended_at     INTEGER,
+    outcome      TEXT,
+    detail       TEXT
+  );
+  CREATE INDEX idem_attempts_operation ON idem_attempts (operation_id, number);
+  CREATE TABLE idem_outbox (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    dedup_key        TEXT NOT NULL UNIQUE,
+    destination      TEXT NOT NULL,
+    payload_json     TEXT NOT NULL,
+    created_at       INTEGER NOT NULL,
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at  INTEGER NOT NULL,
+    lease_owner      TEXT,
+    lease_expires_at INTEGER,
+    last_error       TEXT,
+    dispatched_at    INTEGER
+  );
+  CREATE INDEX idem_outbox_due ON idem_outbox (next_attempt_at) WHERE dispatched_at IS NULL;
   `,
 ];
 

@@ -1,21 +1,41 @@
 import { systemClock, type Clock } from '../../core/clock.js';
 import { IdemError } from '../../core/errors.js';
 import { FaultPoints } from '../../core/fault-points.js';
-import type { JsonObject } from '../../core/json.js';
 import type { OperationIdentity } from '../../core/operation-identity.js';
-import type { Existing, Receipt } from '../../core/receipt.js';
+import type { AttemptRecord, OperationRecord, OutboxMessage } from '../../core/operation-record.js';
+import { assertTransition } from '../../core/operation-state.js';
+import type { Existing } from '../../core/receipt.js';
 import type {
+  AttemptEnd,
+  AttemptStart,
+  ClaimOptions,
   CommitOutcome,
   CommitUnit,
+  EffectContext,
   ListOptions,
+  OutboxIntent,
+  Resolution,
   SignalOption,
   Store,
   SweepOptions,
   SweepResult,
+  TransitionRequest,
 } from '../../store/store.js';
 import type { SqliteDatabase, SqliteStatement } from './sqlite-database.js';
 import { isSqliteBusy, translateSqliteError } from './sqlite-errors.js';
+import {
+  identityParams,
+  OPERATION_COLUMNS,
+  operationParams,
+  toAttempt,
+  toOutbox,
+  toRecord,
+  type AttemptRow,
+  type OperationRow,
+  type OutboxRow,
+} from './sqlite-rows.js';
 import { migrateSqlite } from './sqlite-schema.js';
+import { SqliteTransactor } from './sqlite-transactor.js';
 
 export interface SqliteStoreOptions {
   /** How long a write waits for the database's write lock before answering `busy`. Default 5000 ms. */
@@ -26,21 +46,6 @@ export interface SqliteStoreOptions {
   faults?: FaultPoints;
 }
 
-interface OperationRow {
-  operation_id: string;
-  principal: string;
-  workspace: string;
-  operation: string;
-  version: number;
-  idem_key: string;
-  fingerprint: string;
-  status: string;
-  resource_id: string;
-  result_json: string;
-  created_at: number;
-  expires_at: number;
-}
-
 interface TombstoneRow {
   fingerprint: string;
   receipt_expired_at: number;
@@ -48,57 +53,44 @@ interface TombstoneRow {
 }
 
 const IDENTITY_WHERE = 'principal = ? AND workspace = ? AND operation = ? AND version = ? AND idem_key = ?';
+const ACTIVE = "('accepted', 'running', 'cancel_requested')";
 
 /**
- * The SQLite Store. better-sqlite3 is synchronous, so a whole transaction (BEGIN IMMEDIATE, lookup,
- * effect, receipt, COMMIT) runs in one tick: nothing else can use the connection in between. Only
- * the wait for the write lock is asynchronous, and writers wait in a FIFO queue, so concurrent
- * callers are queued, never mixed. Replays read committed data without taking the write lock.
+ * The SQLite Store. better-sqlite3 is synchronous, so each transaction (BEGIN IMMEDIATE, lookup,
+ * effect, record, COMMIT) runs in one tick; see SqliteTransactor. Reads (replays, status) use the
+ * same connection outside any transaction and see committed data only, without the write lock.
  */
 export class SqliteStore implements Store<SqliteDatabase> {
   readonly faults: FaultPoints;
   readonly #db: SqliteDatabase;
   readonly #clock: Clock;
-  readonly #lockTimeoutMs: number;
-  #queue: Promise<unknown> = Promise.resolve();
-  readonly #sql: Record<
-    | 'findOperation'
-    | 'findTombstone'
-    | 'insertOperation'
-    | 'deleteTombstone'
-    | 'byOperationId'
-    | 'list'
-    | 'listByStatus'
-    | 'tombstoneBatch'
-    | 'deleteExpiredBatch'
-    | 'deleteTombstoneBatch',
-    SqliteStatement
-  >;
+  readonly #tx: SqliteTransactor;
+  readonly #sql: Record<string, SqliteStatement>;
 
   constructor(db: SqliteDatabase, options: SqliteStoreOptions = {}) {
     this.#db = db;
-    this.#clock = options.clock ?? systemClock;
-    this.#lockTimeoutMs = options.lockTimeoutMs ?? 5000;
+    const clock = options.clock ?? systemClock;
+    this.#clock = clock;
     this.faults = options.faults ?? new FaultPoints();
-    // Idem waits for the write lock itself (asynchronously); the driver must never block the event loop.
-    db.pragma('busy_timeout = 0');
-    if (options.migrate ?? true) this.#withLockRetrySync(() => migrateSqlite(db));
+    this.#tx = new SqliteTransactor(db, clock, options.lockTimeoutMs ?? 5000, this.faults);
+    if (options.migrate ?? true)
+      withLockRetrySync(clock, options.lockTimeoutMs ?? 5000, () => migrateSqlite(db));
     const expiredBatch =
       'SELECT rowid FROM idem_operations WHERE expires_at <= ? ORDER BY expires_at, rowid LIMIT ?';
+    const columns = OPERATION_COLUMNS.join(', ');
+    const updates = OPERATION_COLUMNS.filter(
+      (c) => !['principal', 'workspace', 'operation', 'version', 'idem_key'].includes(c),
+    )
+      .map((c) => `${c} = excluded.${c}`)
+      .join(', ');
     this.#sql = {
       findOperation: db.prepare(`SELECT * FROM idem_operations WHERE ${IDENTITY_WHERE}`),
       findTombstone: db.prepare(
         `SELECT fingerprint, receipt_expired_at, expires_at FROM idem_tombstones WHERE ${IDENTITY_WHERE}`,
       ),
-      insertOperation: db.prepare(
-        `INSERT INTO idem_operations (operation_id, principal, workspace, operation, version, idem_key,
-           fingerprint, status, resource_id, result_json, created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (principal, workspace, operation, version, idem_key) DO UPDATE SET
-           operation_id = excluded.operation_id, fingerprint = excluded.fingerprint,
-           status = excluded.status, resource_id = excluded.resource_id,
-           result_json = excluded.result_json, created_at = excluded.created_at,
-           expires_at = excluded.expires_at`,
+      upsertOperation: db.prepare(
+        `INSERT INTO idem_operations (${columns}) VALUES (${OPERATION_COLUMNS.map(() => '?').join(', ')})
+         ON CONFLICT (principal, workspace, operation, version, idem_key) DO UPDATE SET ${updates}`,
       ),
       deleteTombstone: db.prepare(`DELETE FROM idem_tombstones WHERE ${IDENTITY_WHERE}`),
       byOperationId: db.prepare('SELECT * FROM idem_operations WHERE operation_id = ?'),
@@ -112,55 +104,105 @@ export class SqliteStore implements Store<SqliteDatabase> {
          SELECT principal, workspace, operation, version, idem_key, fingerprint, expires_at, expires_at + ?
          FROM idem_operations WHERE rowid IN (${expiredBatch})`,
       ),
+      deleteAttemptsBatch: db.prepare(
+        `DELETE FROM idem_attempts WHERE operation_id IN
+           (SELECT operation_id FROM idem_operations WHERE rowid IN (${expiredBatch}))`,
+      ),
       deleteExpiredBatch: db.prepare(`DELETE FROM idem_operations WHERE rowid IN (${expiredBatch})`),
       deleteTombstoneBatch: db.prepare(
         `DELETE FROM idem_tombstones WHERE rowid IN
            (SELECT rowid FROM idem_tombstones WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`,
+      ),
+      claimDue: db.prepare(
+        `UPDATE idem_operations SET lease_owner = ?, lease_expires_at = ?
+         WHERE rowid = (SELECT rowid FROM idem_operations
+           WHERE status IN ${ACTIVE} AND kind = 'durable'
+             AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
+             AND (next_attempt_at IS NULL OR next_attempt_at <= ?)
+           ORDER BY COALESCE(next_attempt_at, created_at), rowid LIMIT 1)
+         RETURNING *`,
+      ),
+      renewLease: db.prepare(
+        'UPDATE idem_operations SET lease_expires_at = ? WHERE operation_id = ? AND lease_owner = ?',
+      ),
+      patch: db.prepare(
+        `UPDATE idem_operations SET status = ?, resource_id = ?, result_json = ?, error_json = ?, expires_at = ?,
+           dispatched = ?, next_attempt_at = ?, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
+           attempt_count = ?, cancel_requested_at = ?, resolved_by = ?, resolved_at = ?
+         WHERE operation_id = ? RETURNING *`,
+      ),
+      insertAttempt: db.prepare(
+        `INSERT INTO idem_attempts (attempt_id, operation_id, number, worker_id, started_at) VALUES (?, ?, ?, ?, ?)`,
+      ),
+      finishAttempt: db.prepare(
+        'UPDATE idem_attempts SET ended_at = ?, outcome = ?, detail = ? WHERE attempt_id = ?',
+      ),
+      listAttempts: db.prepare('SELECT * FROM idem_attempts WHERE operation_id = ? ORDER BY number'),
+      enqueue: db.prepare(
+        `INSERT INTO idem_outbox (dedup_key, destination, payload_json, created_at, next_attempt_at)
+         VALUES (?, ?, ?, ?, ?) ON CONFLICT (dedup_key) DO NOTHING`,
+      ),
+      claimOutbox: db.prepare(
+        `UPDATE idem_outbox SET lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1
+         WHERE id IN (SELECT id FROM idem_outbox
+           WHERE dispatched_at IS NULL AND next_attempt_at <= ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
+           ORDER BY id LIMIT ?)
+         RETURNING *`,
+      ),
+      completeOutbox: db.prepare(
+        `UPDATE idem_outbox SET dispatched_at = ?, lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = ? AND lease_owner = ?`,
+      ),
+      retryOutbox: db.prepare(
+        `UPDATE idem_outbox SET next_attempt_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = ? AND lease_owner = ?`,
       ),
     };
   }
 
   async lookup(identity: OperationIdentity, options: SignalOption = {}): Promise<Existing | undefined> {
     options.signal?.throwIfAborted();
-    return this.#read(() => this.#find(identity));
+    return this.#tx.read(() => this.#find(identity));
   }
 
   async commit(unit: CommitUnit<SqliteDatabase>, options: SignalOption = {}): Promise<CommitOutcome> {
-    return this.#write(() => {
-      const decision = unit.decide(this.#find(unit.identity));
-      if (decision.kind !== 'execute') return { kind: 'decided', decision } as const;
-      this.faults.hit('after_claim');
-      const result = unit.effect(this.#db, unit.context);
-      if (isThenable(result)) {
-        throw new IdemError(
-          'internal',
-          'a SQLite effect must be synchronous: it runs inside the transaction',
-        );
-      }
-      this.faults.hit('after_effect');
-      const receipt = unit.receipt(result);
-      this.#insert(receipt);
-      return { kind: 'executed', receipt } as const;
-    }, options);
+    return this.#tx.write(
+      () => {
+        const decision = unit.decide(this.#find(unit.identity));
+        if (decision.kind !== 'execute') return { kind: 'decided', decision } as const;
+        this.faults.hit('after_claim');
+        const context: EffectContext = { ...unit.context, enqueue: (intent) => this.#enqueue(intent) };
+        const result = unit.effect?.(this.#db, context);
+        if (isThenable(result)) {
+          throw new IdemError(
+            'internal',
+            'a SQLite effect must be synchronous: it runs inside the transaction',
+          );
+        }
+        this.faults.hit('after_effect');
+        const record = unit.receipt(result);
+        this.#sql.deleteTombstone!.run(...identityParams(record.identity));
+        this.#sql.upsertOperation!.run(...operationParams(record));
+        return { kind: 'executed', receipt: record } as const;
+      },
+      { ...options, commitFaults: true },
+    );
   }
 
-  async getOperation(operationId: string, options: SignalOption = {}): Promise<Receipt | undefined> {
+  async getOperation(operationId: string, options: SignalOption = {}): Promise<OperationRecord | undefined> {
     options.signal?.throwIfAborted();
-    return this.#read(() => {
-      const row = this.#sql.byOperationId.get(operationId) as OperationRow | undefined;
-      return row === undefined ? undefined : toReceipt(row);
-    });
+    return this.#tx.read(() => this.#byId(operationId));
   }
 
-  async listOperations(options: ListOptions = {}): Promise<Receipt[]> {
+  async listOperations(options: ListOptions = {}): Promise<OperationRecord[]> {
     options.signal?.throwIfAborted();
     const limit = options.limit ?? 100;
-    return this.#read(() => {
+    return this.#tx.read(() => {
       const rows =
         options.status === undefined
-          ? this.#sql.list.all(limit)
-          : this.#sql.listByStatus.all(options.status, limit);
-      return (rows as OperationRow[]).map(toReceipt);
+          ? this.#sql.list!.all(limit)
+          : this.#sql.listByStatus!.all(options.status, limit);
+      return (rows as OperationRow[]).map(toRecord);
     });
   }
 
@@ -171,10 +213,11 @@ export class SqliteStore implements Store<SqliteDatabase> {
     const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
     while (batches < maxBatches) {
       options.signal?.throwIfAborted();
-      const { moved, deleted } = await this.#write(() => {
-        this.#sql.tombstoneBatch.run(options.tombstoneTtlMs, options.now, options.batchSize);
-        const moved = this.#sql.deleteExpiredBatch.run(options.now, options.batchSize).changes;
-        const deleted = this.#sql.deleteTombstoneBatch.run(options.now, options.batchSize).changes;
+      const { moved, deleted } = await this.#tx.write(() => {
+        this.#sql.tombstoneBatch!.run(options.tombstoneTtlMs, options.now, options.batchSize);
+        this.#sql.deleteAttemptsBatch!.run(options.now, options.batchSize);
+        const moved = this.#sql.deleteExpiredBatch!.run(options.now, options.batchSize).changes;
+        const deleted = this.#sql.deleteTombstoneBatch!.run(options.now, options.batchSize).changes;
         return { moved, deleted };
       }, options);
       if (moved === 0 && deleted === 0) break;
@@ -182,21 +225,174 @@ export class SqliteStore implements Store<SqliteDatabase> {
       tombstonesDeleted += deleted;
       batches += 1;
       // Let queued writers in between batches.
-      await this.#clock.sleep(0, options);
+      await new Promise((resolve) => setImmediate(resolve));
     }
     return { tombstoned, tombstonesDeleted, batches };
   }
 
+  async claimDue(options: ClaimOptions): Promise<OperationRecord | undefined> {
+    return this.#tx.write(() => {
+      const row = this.#sql.claimDue!.get(
+        options.workerId,
+        options.now + options.leaseMs,
+        options.now,
+        options.now,
+      ) as OperationRow | undefined;
+      return row === undefined ? undefined : toRecord(row);
+    }, options);
+  }
+
+  async renewLease(
+    operationId: string,
+    workerId: string,
+    leaseExpiresAt: number,
+    options: SignalOption = {},
+  ): Promise<boolean> {
+    return this.#tx.write(
+      () => this.#sql.renewLease!.run(leaseExpiresAt, operationId, workerId).changes === 1,
+      options,
+    );
+  }
+
+  async transition(operationId: string, request: TransitionRequest): Promise<OperationRecord | undefined> {
+    return this.#tx.write(() => {
+      const current = this.#byId(operationId);
+      if (current === undefined || current.leaseOwner !== request.workerId) return undefined;
+      if (!request.from.includes(current.status)) return undefined;
+      assertTransition(current.status, request.to);
+      const patch = request.patch ?? {};
+      const release = patch.releaseLease ?? false;
+      return this.#write(current, {
+        status: request.to,
+        resourceId: patch.resourceId ?? current.resourceId,
+        result: patch.result ?? current.result,
+        error: patch.error ?? current.error,
+        expiresAt: patch.expiresAt ?? current.expiresAt,
+        dispatched: patch.dispatched ?? current.dispatched,
+        nextAttemptAt: patch.nextAttemptAt,
+        leaseOwner: release ? undefined : current.leaseOwner,
+        leaseExpiresAt: release ? undefined : current.leaseExpiresAt,
+        updatedAt: request.now,
+      });
+    }, request);
+  }
+
+  async startAttempt(operationId: string, start: AttemptStart): Promise<OperationRecord | undefined> {
+    return this.#tx.write(() => {
+      const current = this.#byId(operationId);
+      if (current === undefined || current.leaseOwner !== start.workerId) return undefined;
+      if (!start.from.includes(current.status)) return undefined;
+      assertTransition(current.status, 'running');
+      const number = current.attemptCount + 1;
+      this.#sql.insertAttempt!.run(start.attemptId, operationId, number, start.workerId, start.now);
+      return this.#write(current, {
+        status: 'running',
+        attemptCount: number,
+        dispatched: true,
+        updatedAt: start.now,
+      });
+    }, start);
+  }
+
+  async finishAttempt(attemptId: string, end: AttemptEnd): Promise<void> {
+    await this.#tx.write(() => {
+      this.#sql.finishAttempt!.run(end.endedAt, end.outcome, end.detail ?? null, attemptId);
+    }, end);
+  }
+
+  async listAttempts(operationId: string, options: SignalOption = {}): Promise<AttemptRecord[]> {
+    options.signal?.throwIfAborted();
+    return this.#tx.read(() => (this.#sql.listAttempts!.all(operationId) as AttemptRow[]).map(toAttempt));
+  }
+
+  async requestCancel(
+    operationId: string,
+    now: number,
+    options: SignalOption = {},
+  ): Promise<OperationRecord | undefined> {
+    return this.#tx.write(() => {
+      const current = this.#byId(operationId);
+      if (current === undefined) return undefined;
+      if (current.status !== 'accepted' && current.status !== 'running') return current;
+      return this.#write(current, { status: 'cancel_requested', cancelRequestedAt: now, updatedAt: now });
+    }, options);
+  }
+
+  async resolve(operationId: string, resolution: Resolution): Promise<OperationRecord | undefined> {
+    return this.#tx.write(() => {
+      const current = this.#byId(operationId);
+      if (current === undefined) return undefined;
+      if (current.status !== 'outcome_unknown') {
+        throw new IdemError(
+          'invalid_argument',
+          `operation ${operationId} is ${current.status}; only an outcome_unknown operation can be resolved`,
+        );
+      }
+      assertTransition(current.status, resolution.to, 'operator');
+      const succeeded = resolution.to === 'succeeded';
+      return this.#write(current, {
+        status: resolution.to,
+        resourceId: succeeded ? resolution.resourceId : current.resourceId,
+        result: succeeded
+          ? { status: 'succeeded', operation_id: operationId, resource_id: resolution.resourceId ?? null }
+          : current.result,
+        error: succeeded
+          ? undefined
+          : {
+              code: 'internal',
+              message: `resolved as failed by ${resolution.by}: ${resolution.reason ?? ''}`.trim(),
+            },
+        dispatched: false,
+        leaseOwner: undefined,
+        leaseExpiresAt: undefined,
+        expiresAt: resolution.expiresAt,
+        resolvedBy: resolution.by,
+        resolvedAt: resolution.now,
+        updatedAt: resolution.now,
+      });
+    }, resolution);
+  }
+
+  async claimOutbox(options: ClaimOptions & { limit: number }): Promise<OutboxMessage[]> {
+    return this.#tx.write(() => {
+      const rows = this.#sql.claimOutbox!.all(
+        options.workerId,
+        options.now + options.leaseMs,
+        options.now,
+        options.now,
+        options.limit,
+      ) as OutboxRow[];
+      return rows.map(toOutbox);
+    }, options);
+  }
+
+  async completeOutbox(id: number, workerId: string, now: number, options: SignalOption = {}): Promise<void> {
+    await this.#tx.write(() => this.#sql.completeOutbox!.run(now, id, workerId), options);
+  }
+
+  async retryOutbox(
+    id: number,
+    workerId: string,
+    nextAttemptAt: number,
+    error: string,
+    options: SignalOption = {},
+  ): Promise<void> {
+    await this.#tx.write(
+      () => this.#sql.retryOutbox!.run(nextAttemptAt, error.slice(0, 500), id, workerId),
+      options,
+    );
+  }
+
   async close(): Promise<void> {
-    await this.#queue.catch(() => undefined);
+    await this.#tx.drain();
     if (this.#db.open) this.#db.close();
   }
 
   #find(identity: OperationIdentity): Existing | undefined {
     const params = identityParams(identity);
-    const row = this.#sql.findOperation.get(...params) as OperationRow | undefined;
-    if (row !== undefined) return { kind: 'receipt', receipt: toReceipt(row) };
-    const tomb = this.#sql.findTombstone.get(...params) as TombstoneRow | undefined;
+    const row = this.#sql.findOperation!.get(...params) as OperationRow | undefined;
+    if (row !== undefined) return { kind: 'receipt', receipt: toRecord(row) };
+    const tomb = this.#sql.findTombstone!.get(...params) as TombstoneRow | undefined;
     if (tomb === undefined) return undefined;
     return {
       kind: 'tombstone',
@@ -209,127 +405,57 @@ export class SqliteStore implements Store<SqliteDatabase> {
     };
   }
 
-  #insert(receipt: Receipt): void {
-    const { identity } = receipt;
-    // A stale row for this identity (an expired tombstone not yet swept) must not outlive the new receipt.
-    this.#sql.deleteTombstone.run(...identityParams(identity));
-    this.#sql.insertOperation.run(
-      receipt.operationId,
-      ...identityParams(identity),
-      receipt.fingerprint,
-      receipt.status,
-      receipt.resourceId,
-      JSON.stringify(receipt.result),
-      receipt.createdAt,
-      receipt.expiresAt,
-    );
+  #byId(operationId: string): OperationRecord | undefined {
+    const row = this.#sql.byOperationId!.get(operationId) as OperationRow | undefined;
+    return row === undefined ? undefined : toRecord(row);
   }
 
-  #read<T>(body: () => T): T {
+  /** Writes the mutable columns of `current` changed by `next` (inside a transaction). */
+  #write(
+    current: OperationRecord,
+    next: Partial<Omit<OperationRecord, 'operationId' | 'identity'>> & { nextAttemptAt?: number | undefined },
+  ): OperationRecord {
+    const has = (key: string) => Object.prototype.hasOwnProperty.call(next, key);
+    const pick = <K extends keyof OperationRecord>(key: K): OperationRecord[K] =>
+      (has(key) ? (next as OperationRecord)[key] : current[key]) as OperationRecord[K];
+    const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
+    const row = this.#sql.patch!.get(
+      pick('status'),
+      pick('resourceId') ?? null,
+      json(pick('result')),
+      json(pick('error')),
+      pick('expiresAt') ?? null,
+      pick('dispatched') ? 1 : 0,
+      next.nextAttemptAt ?? null,
+      pick('leaseOwner') ?? null,
+      pick('leaseExpiresAt') ?? null,
+      pick('updatedAt'),
+      pick('attemptCount'),
+      pick('cancelRequestedAt') ?? null,
+      pick('resolvedBy') ?? null,
+      pick('resolvedAt') ?? null,
+      current.operationId,
+    ) as OperationRow;
+    return toRecord(row);
+  }
+
+  #enqueue(intent: OutboxIntent): void {
+    const now = this.#clock.now();
+    this.#sql.enqueue!.run(intent.dedupKey, intent.destination, JSON.stringify(intent.payload), now, now);
+  }
+}
+
+function withLockRetrySync<T>(clock: Clock, lockTimeoutMs: number, body: () => T): T {
+  // Start-up only: several processes may migrate the same file at once.
+  const deadline = clock.monotonic() + lockTimeoutMs;
+  for (;;) {
     try {
       return body();
     } catch (error) {
-      throw translateSqliteError(error, 50);
+      if (!isSqliteBusy(error) || clock.monotonic() > deadline) throw translateSqliteError(error, 50);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
     }
   }
-
-  /** Queues `body` to run synchronously inside BEGIN IMMEDIATE ... COMMIT once the lock is free. */
-  #write<T>(body: () => T, options: SignalOption): Promise<T> {
-    const run = this.#queue.then(() => this.#acquireAndRun(body, options));
-    this.#queue = run.catch(() => undefined);
-    return run;
-  }
-
-  async #acquireAndRun<T>(body: () => T, options: SignalOption): Promise<T> {
-    const started = this.#clock.monotonic();
-    let pause = 1;
-    for (;;) {
-      options.signal?.throwIfAborted();
-      const outcome = this.#tryTransaction(body);
-      if (outcome.ok) {
-        this.#afterCommit();
-        return outcome.value;
-      }
-      const remaining = this.#lockTimeoutMs - (this.#clock.monotonic() - started);
-      if (remaining <= 0) {
-        throw new IdemError(
-          'busy',
-          `the write lock was not obtained within ${this.#lockTimeoutMs} ms; nothing was changed`,
-          { retryAfterMs: Math.max(50, Math.min(1000, Math.round(this.#lockTimeoutMs / 4))) },
-        );
-      }
-      await this.#clock.sleep(Math.min(pause, remaining), options);
-      pause = Math.min(pause * 2, 25);
-    }
-  }
-
-  /** Whatever fails after COMMIT must not be reported as a rollback: the data is there. */
-  #afterCommit(): void {
-    try {
-      this.faults.hit('after_commit');
-    } catch (cause) {
-      throw new IdemError('outcome_unknown', 'the transaction committed but the call did not complete', {
-        cause,
-        retryable: true,
-        nextAction: 'Retry with the same idempotency_key and arguments to get the recorded result.',
-      });
-    }
-  }
-
-  /** Runs one transaction synchronously; returns `ok: false` only when the write lock was taken. */
-  #tryTransaction<T>(body: () => T): { ok: true; value: T } | { ok: false } {
-    try {
-      this.#db.exec('BEGIN IMMEDIATE');
-    } catch (error) {
-      if (isSqliteBusy(error)) return { ok: false };
-      throw translateSqliteError(error, 50);
-    }
-    try {
-      const value = body();
-      this.faults.hit('before_commit');
-      this.#db.exec('COMMIT');
-      return { ok: true, value };
-    } catch (error) {
-      if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
-      throw translateSqliteError(error, 50);
-    }
-  }
-
-  #withLockRetrySync<T>(body: () => T): T {
-    // Start-up only: several processes may migrate the same file at once.
-    const deadline = this.#clock.monotonic() + this.#lockTimeoutMs;
-    for (;;) {
-      try {
-        return body();
-      } catch (error) {
-        if (!isSqliteBusy(error) || this.#clock.monotonic() > deadline) throw translateSqliteError(error, 50);
-        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
-      }
-    }
-  }
-}
-
-function identityParams(identity: OperationIdentity): [string, string, string, number, string] {
-  return [identity.principal, identity.workspace, identity.operation, identity.version, identity.key];
-}
-
-function toReceipt(row: OperationRow): Receipt {
-  return {
-    operationId: row.operation_id,
-    identity: {
-      principal: row.principal,
-      workspace: row.workspace,
-      operation: row.operation,
-      version: row.version,
-      key: row.idem_key,
-    },
-    fingerprint: row.fingerprint,
-    status: 'succeeded',
-    resourceId: row.resource_id,
-    result: JSON.parse(row.result_json) as JsonObject,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-  };
 }
 
 function isThenable<T>(value: T | Promise<T>): value is Promise<T> {

@@ -1,0 +1,177 @@
+import type { JsonObject } from '../../core/json.js';
+import type { OperationIdentity } from '../../core/operation-identity.js';
+import type {
+  AttemptRecord,
+  OperationError,
+  OperationRecord,
+  OutboxMessage,
+} from '../../core/operation-record.js';
+import type { OperationState } from '../../core/operation-state.js';
+
+export interface OperationRow {
+  operation_id: string;
+  principal: string;
+  workspace: string;
+  operation: string;
+  version: number;
+  idem_key: string;
+  fingerprint: string;
+  kind: string;
+  status: string;
+  resource_id: string | null;
+  result_json: string | null;
+  args_json: string | null;
+  error_json: string | null;
+  created_at: number;
+  updated_at: number;
+  expires_at: number | null;
+  deadline_at: number | null;
+  attempt_count: number;
+  dispatched: number;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  next_attempt_at: number | null;
+  cancel_requested_at: number | null;
+  resolved_by: string | null;
+  resolved_at: number | null;
+}
+
+export interface AttemptRow {
+  attempt_id: string;
+  operation_id: string;
+  number: number;
+  worker_id: string;
+  started_at: number;
+  ended_at: number | null;
+  outcome: string | null;
+  detail: string | null;
+}
+
+export interface OutboxRow {
+  id: number;
+  dedup_key: string;
+  destination: string;
+  payload_json: string;
+  created_at: number;
+  attempts: number;
+  dispatched_at: number | null;
+}
+
+export const OPERATION_COLUMNS = [
+  'operation_id',
+  'principal',
+  'workspace',
+  'operation',
+  'version',
+  'idem_key',
+  'fingerprint',
+  'kind',
+  'status',
+  'resource_id',
+  'result_json',
+  'args_json',
+  'error_json',
+  'created_at',
+  'updated_at',
+  'expires_at',
+  'deadline_at',
+  'attempt_count',
+  'dispatched',
+  'lease_owner',
+  'lease_expires_at',
+  'next_attempt_at',
+  'cancel_requested_at',
+  'resolved_by',
+  'resolved_at',
+] as const;
+
+export function identityParams(identity: OperationIdentity): [string, string, string, number, string] {
+  return [identity.principal, identity.workspace, identity.operation, identity.version, identity.key];
+}
+
+/** The row of a record, in OPERATION_COLUMNS order. */
+export function operationParams(r: OperationRecord): unknown[] {
+  return [
+    r.operationId,
+    ...identityParams(r.identity),
+    r.fingerprint,
+    r.kind,
+    r.status,
+    r.resourceId ?? null,
+    json(r.result),
+    json(r.args),
+    json(r.error),
+    r.createdAt,
+    r.updatedAt,
+    r.expiresAt ?? null,
+    r.deadlineAt ?? null,
+    r.attemptCount,
+    r.dispatched ? 1 : 0,
+    r.leaseOwner ?? null,
+    r.leaseExpiresAt ?? null,
+    null,
+    r.cancelRequestedAt ?? null,
+    r.resolvedBy ?? null,
+    r.resolvedAt ?? null,
+  ];
+}
+
+export function toRecord(row: OperationRow): OperationRecord {
+  return {
+    operationId: row.operation_id,
+    identity: {
+      principal: row.principal,
+      workspace: row.workspace,
+      operation: row.operation,
+      version: row.version,
+      key: row.idem_key,
+    },
+    fingerprint: row.fingerprint,
+    kind: row.kind === 'durable' ? 'durable' : 'local',
+    status: row.status as OperationState,
+    ...(row.resource_id === null ? {} : { resourceId: row.resource_id }),
+    ...(row.result_json === null ? {} : { result: JSON.parse(row.result_json) as JsonObject }),
+    ...(row.args_json === null ? {} : { args: JSON.parse(row.args_json) as JsonObject }),
+    ...(row.error_json === null ? {} : { error: JSON.parse(row.error_json) as OperationError }),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    ...(row.expires_at === null ? {} : { expiresAt: row.expires_at }),
+    ...(row.deadline_at === null ? {} : { deadlineAt: row.deadline_at }),
+    attemptCount: row.attempt_count,
+    dispatched: row.dispatched === 1,
+    ...(row.lease_owner === null ? {} : { leaseOwner: row.lease_owner }),
+    ...(row.lease_expires_at === null ? {} : { leaseExpiresAt: row.lease_expires_at }),
+    ...(row.cancel_requested_at === null ? {} : { cancelRequestedAt: row.cancel_requested_at }),
+    ...(row.resolved_by === null ? {} : { resolvedBy: row.resolved_by }),
+    ...(row.resolved_at === null ? {} : { resolvedAt: row.resolved_at }),
+  };
+}
+
+export function toAttempt(row: AttemptRow): AttemptRecord {
+  return {
+    attemptId: row.attempt_id,
+    operationId: row.operation_id,
+    number: row.number,
+    workerId: row.worker_id,
+    startedAt: row.started_at,
+    ...(row.ended_at === null ? {} : { endedAt: row.ended_at }),
+    ...(row.outcome === null ? {} : { outcome: row.outcome }),
+    ...(row.detail === null ? {} : { detail: row.detail }),
+  };
+}
+
+export function toOutbox(row: OutboxRow): OutboxMessage {
+  return {
+    id: row.id,
+    dedupKey: row.dedup_key,
+    destination: row.destination,
+    payload: JSON.parse(row.payload_json) as JsonObject,
+    createdAt: row.created_at,
+    attempts: row.attempts,
+    ...(row.dispatched_at === null ? {} : { dispatchedAt: row.dispatched_at }),
+  };
+}
+
+function json(value: unknown): string | null {
+  return value === undefined ? null : JSON.stringify(value);
+}

@@ -1,0 +1,78 @@
+import type { JsonObject } from './json.js';
+import type { OperationIdentity } from './operation-identity.js';
+import type { OperationState } from './operation-state.js';
+
+/**
+ * `local`: the effect commits with the record, which is born `succeeded` (a receipt).
+ * `durable`: the record is born `accepted` and a worker carries it to a final state.
+ */
+export type OperationKind = 'local' | 'durable';
+
+/** The stored error of an operation that ended without success. */
+export interface OperationError {
+  readonly code: string;
+  readonly message: string;
+  readonly nextAction?: string;
+}
+
+/**
+ * One intended action as the ledger keeps it. For a local operation this is the receipt: identity,
+ * request fingerprint and the original result, committed in the same transaction as the effect.
+ */
+export interface OperationRecord {
+  readonly operationId: string;
+  readonly identity: OperationIdentity;
+  readonly fingerprint: string;
+  readonly kind: OperationKind;
+  readonly status: OperationState;
+  readonly resourceId?: string;
+  /** For `succeeded`: the result exactly as first returned (without the `replayed` marker). */
+  readonly result?: JsonObject;
+  /** For `durable`: the validated arguments the worker executes. */
+  readonly args?: JsonObject;
+  readonly error?: OperationError;
+  /** Epoch ms. */
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  /** Epoch ms after which the record no longer replays; unset while the operation is not final. */
+  readonly expiresAt?: number;
+  /** Epoch ms: the operation's total deadline (durable only). */
+  readonly deadlineAt?: number;
+  readonly attemptCount: number;
+  /**
+   * True while an attempt may have reached the external provider and its outcome is not
+   * established: recovery must reuse the provider key, reconcile, or report outcome_unknown.
+   */
+  readonly dispatched: boolean;
+  readonly leaseOwner?: string;
+  readonly leaseExpiresAt?: number;
+  readonly cancelRequestedAt?: number;
+  /** Set when an operator settled an outcome_unknown operation. */
+  readonly resolvedBy?: string;
+  readonly resolvedAt?: number;
+}
+
+/** One execution attempt of an operation. */
+export interface AttemptRecord {
+  readonly attemptId: string;
+  readonly operationId: string;
+  readonly number: number;
+  readonly workerId: string;
+  readonly startedAt: number;
+  readonly endedAt?: number;
+  /** e.g. succeeded, retryable_failure, ambiguous, failed, cancelled, reconciled. */
+  readonly outcome?: string;
+  readonly detail?: string;
+}
+
+/** A durable intent to notify another system, committed with the change it reports. */
+export interface OutboxMessage {
+  readonly id: number;
+  /** The receiver deduplicates on this key; it is the same on every send. */
+  readonly dedupKey: string;
+  readonly destination: string;
+  readonly payload: JsonObject;
+  readonly createdAt: number;
+  readonly attempts: number;
+  readonly dispatchedAt?: number;
+}
