@@ -90,7 +90,7 @@ export interface OperationPatch {
   readonly error?: OperationError;
   readonly expiresAt?: number;
   readonly dispatched?: boolean;
-  /** Epoch ms before which no worker claims the operation again (backoff); also releases the lease. */
+  /** Epoch ms before which no worker claims the operation again (backoff); releases the lease unless `releaseLease: false`. */
   readonly nextAttemptAt?: number;
   /** Give up the lease after this change (the operation waits for backoff or is final). */
   readonly releaseLease?: boolean;

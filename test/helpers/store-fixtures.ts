@@ -8,7 +8,14 @@ import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
 import type { Clock } from '../../src/core/clock.js';
 import type { FaultPoints } from '../../src/core/fault-points.js';
 import type { JsonObject } from '../../src/core/json.js';
-import { Executor, type Authorize, type IdempotentOperation } from '../../src/executor/executor.js';
+import type { OperationRecord } from '../../src/core/operation-record.js';
+import {
+  Executor,
+  type Authorize,
+  type CallOutcome,
+  type DurableOperation,
+  type IdempotentOperation,
+} from '../../src/executor/executor.js';
 import type { EffectContext, EffectResult, Store } from '../../src/store/store.js';
 
 /** The arguments of the test operation `create_note` (what the fingerprint covers). */
@@ -177,3 +184,68 @@ export function openTestStore(options: TestStoreOptions = {}): SqliteTestStore {
 export const storeFactories: readonly StoreFactory[] = [
   { name: 'sqlite', create: async (options) => openTestStore(options) },
 ];
+
+/** The durable test operation: `Executor.start` accepts it, a worker would carry it out. */
+export const startDeployment: DurableOperation = { name: 'start_deployment', version: 1 };
+
+/** Arguments of `start_deployment` unless a test names others. */
+export const DEPLOYMENT_ARGS: JsonObject = { service: 'api', version: '1.4.2' };
+
+export interface DurableStartRequest {
+  key: string;
+  args?: JsonObject;
+  /** Default 'alice'. */
+  principal?: string;
+  /** Default 'ws-1'. */
+  workspace?: string;
+}
+
+/**
+ * An Executor on `store` for durable starts. `inFlightWaitMs` defaults to 0, so a retry of an
+ * unfinished operation answers at once instead of sleeping on the clock.
+ */
+export function durableExecutor(
+  store: Store<unknown>,
+  options: { clock?: Clock; inFlightWaitMs?: number; authorize?: Authorize } = {},
+): Executor<unknown> {
+  return new Executor<unknown>({
+    store,
+    authorize: options.authorize ?? (() => true),
+    inFlightWaitMs: options.inFlightWaitMs ?? 0,
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+  });
+}
+
+/** Calls `executor.start` for `operation` (default `start_deployment` v1) with the request's defaults. */
+export function callStart(
+  target: Executor<unknown> | TestStore,
+  request: DurableStartRequest,
+  operation: DurableOperation = startDeployment,
+): Promise<CallOutcome> {
+  const executor = target instanceof Executor ? target : target.executor;
+  return executor.start(operation, {
+    principal: request.principal ?? 'alice',
+    workspace: request.workspace ?? 'ws-1',
+    key: request.key,
+    args: request.args ?? DEPLOYMENT_ARGS,
+  });
+}
+
+/**
+ * Creates an accepted durable operation through `executor.start` and returns its stored record;
+ * throws if the start was not accepted.
+ */
+export async function startDurable(
+  target: Executor<unknown> | TestStore,
+  request: DurableStartRequest,
+  operation: DurableOperation = startDeployment,
+): Promise<OperationRecord> {
+  const outcome = await callStart(target, request, operation);
+  if (!outcome.ok) throw new Error(`start failed: ${outcome.error.code}: ${outcome.error.message}`);
+  if (outcome.result.status !== 'accepted') {
+    throw new Error(`start did not accept: ${JSON.stringify(outcome.result)}`);
+  }
+  const record = await target.store.getOperation(outcome.operationId);
+  if (record === undefined) throw new Error(`accepted operation ${outcome.operationId} is not stored`);
+  return record;
+}

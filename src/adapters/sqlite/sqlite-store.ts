@@ -54,6 +54,7 @@ interface TombstoneRow {
 
 const IDENTITY_WHERE = 'principal = ? AND workspace = ? AND operation = ? AND version = ? AND idem_key = ?';
 const ACTIVE = "('accepted', 'running', 'cancel_requested')";
+const FINAL = "('succeeded', 'failed', 'cancelled')";
 
 /**
  * The SQLite Store. better-sqlite3 is synchronous, so each transaction (BEGIN IMMEDIATE, lookup,
@@ -75,8 +76,9 @@ export class SqliteStore implements Store<SqliteDatabase> {
     this.#tx = new SqliteTransactor(db, clock, options.lockTimeoutMs ?? 5000, this.faults);
     if (options.migrate ?? true)
       withLockRetrySync(clock, options.lockTimeoutMs ?? 5000, () => migrateSqlite(db));
-    const expiredBatch =
-      'SELECT rowid FROM idem_operations WHERE expires_at <= ? ORDER BY expires_at, rowid LIMIT ?';
+    // Only final records expire; an unfinished one keeps its promise however old it is.
+    const expiredBatch = `SELECT rowid FROM idem_operations WHERE expires_at <= ? AND status IN ${FINAL}
+      ORDER BY expires_at, rowid LIMIT ?`;
     const columns = OPERATION_COLUMNS.join(', ');
     const updates = OPERATION_COLUMNS.filter(
       (c) => !['principal', 'workspace', 'operation', 'version', 'idem_key'].includes(c),
@@ -123,7 +125,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
          RETURNING *`,
       ),
       renewLease: db.prepare(
-        'UPDATE idem_operations SET lease_expires_at = ? WHERE operation_id = ? AND lease_owner = ?',
+        'UPDATE idem_operations SET lease_expires_at = ? WHERE operation_id = ? AND lease_owner = ? AND lease_expires_at > ?',
       ),
       patch: db.prepare(
         `UPDATE idem_operations SET status = ?, resource_id = ?, result_json = ?, error_json = ?, expires_at = ?,
@@ -249,7 +251,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
     options: SignalOption = {},
   ): Promise<boolean> {
     return this.#tx.write(
-      () => this.#sql.renewLease!.run(leaseExpiresAt, operationId, workerId).changes === 1,
+      () => this.#sql.renewLease!.run(leaseExpiresAt, operationId, workerId, this.#clock.now()).changes === 1,
       options,
     );
   }
@@ -257,11 +259,11 @@ export class SqliteStore implements Store<SqliteDatabase> {
   async transition(operationId: string, request: TransitionRequest): Promise<OperationRecord | undefined> {
     return this.#tx.write(() => {
       const current = this.#byId(operationId);
-      if (current === undefined || current.leaseOwner !== request.workerId) return undefined;
+      if (!holdsLease(current, request.workerId, request.now)) return undefined;
       if (!request.from.includes(current.status)) return undefined;
       assertTransition(current.status, request.to);
       const patch = request.patch ?? {};
-      const release = patch.releaseLease ?? false;
+      const release = patch.releaseLease ?? patch.nextAttemptAt !== undefined;
       return this.#write(current, {
         status: request.to,
         resourceId: patch.resourceId ?? current.resourceId,
@@ -280,7 +282,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
   async startAttempt(operationId: string, start: AttemptStart): Promise<OperationRecord | undefined> {
     return this.#tx.write(() => {
       const current = this.#byId(operationId);
-      if (current === undefined || current.leaseOwner !== start.workerId) return undefined;
+      if (!holdsLease(current, start.workerId, start.now)) return undefined;
       if (!start.from.includes(current.status)) return undefined;
       assertTransition(current.status, 'running');
       const number = current.attemptCount + 1;
@@ -443,6 +445,20 @@ export class SqliteStore implements Store<SqliteDatabase> {
     const now = this.#clock.now();
     this.#sql.enqueue!.run(intent.dedupKey, intent.destination, JSON.stringify(intent.payload), now, now);
   }
+}
+
+/** Fencing: only the owner of an unexpired lease may change an operation. */
+function holdsLease(
+  record: OperationRecord | undefined,
+  workerId: string,
+  now: number,
+): record is OperationRecord {
+  return (
+    record !== undefined &&
+    record.leaseOwner === workerId &&
+    record.leaseExpiresAt !== undefined &&
+    record.leaseExpiresAt > now
+  );
 }
 
 function withLockRetrySync<T>(clock: Clock, lockTimeoutMs: number, body: () => T): T {
