@@ -3,6 +3,7 @@ import { isIdemError } from '../core/errors.js';
 import { CliError } from './cli-error.js';
 import { providerCommand } from '../provider/provider-command.js';
 import { opsCommand } from './ops-command.js';
+import { workerCommand } from './worker-command.js';
 import { serveCommand } from './serve-command.js';
 import { sweepCommand } from './sweep-command.js';
 
@@ -10,8 +11,9 @@ const HELP = `Usage: idem <command> [options]
 
 Commands:
   serve              run the reference MCP server (HTTP on 127.0.0.1:3000, or --stdio)
-  ops list | show    inspect recorded operations
+  ops list|show|resolve  inspect operations; settle an outcome_unknown one
   sweep              expire old receipts into tombstones, delete old tombstones
+  worker             run the durable-operation worker and outbox dispatcher alone
   provider           run the demo deployment provider (loopback HTTP) used for external effects
 
 Run "idem <command> --help" for a command's options.`;
@@ -26,6 +28,8 @@ async function main(argv: string[]): Promise<void> {
       return opsCommand(rest, out);
     case 'sweep':
       return sweepCommand(rest, out);
+    case 'worker':
+      return workerCommand(rest);
     case 'provider':
       return providerCommand(rest);
     case undefined:

@@ -1,5 +1,9 @@
 import { parseArgs } from 'node:util';
-import { FaultPoints, type FaultPoint } from '../core/fault-points.js';
+import { FaultPoints } from '../core/fault-points.js';
+import { startProvider, type RunningProvider } from '../provider/provider-server.js';
+import { startBackgroundWork } from '../server/background-work.js';
+import { armTestFaults } from './test-faults.js';
+import { WORK_HELP, WORK_OPTIONS, workSettings } from './work-options.js';
 import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
 import { jsonLogger } from '../log/json-logger.js';
 import { startHttpServer } from '../server/http-server.js';
@@ -29,6 +33,10 @@ Options:
   --sweep-interval DUR       how often expired receipts are swept (default 60s)
   --sweep-batch N            rows per sweep transaction (default 500)
   --synchronous FULL|NORMAL  SQLite durability (default FULL)
+  --in-flight-wait DUR       a retry of a running operation waits this long (default 2s)
+  --no-worker                do not run the worker here (run \`idem worker\` instead)
+${WORK_HELP}
+                             Without --provider-url an in-process demo provider is started.
   -h, --help                 show this help
 
 Durations: 500ms, 30s, 15m, 24h, 30d. Logs are JSON lines on stderr.`;
@@ -48,6 +56,9 @@ export async function serveCommand(argv: string[]): Promise<void> {
       'sweep-interval': { type: 'string', default: '60s' },
       'sweep-batch': { type: 'string', default: '500' },
       synchronous: { type: 'string', default: 'FULL' },
+      'in-flight-wait': { type: 'string', default: '2s' },
+      'no-worker': { type: 'boolean', default: false },
+      ...WORK_OPTIONS,
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -73,6 +84,8 @@ export async function serveCommand(argv: string[]): Promise<void> {
   // setInterval cannot wait longer than 2^31-1 ms; a sweep a day is the slowest useful pace.
   const sweepIntervalMs = durationOption('--sweep-interval', values['sweep-interval'], 24 * 3_600_000);
   const sweepBatch = intOption('--sweep-batch', values['sweep-batch'], 1, 100_000);
+  const inFlightWaitMs = durationOption('--in-flight-wait', values['in-flight-wait'], 60_000);
+  const work = workSettings(values);
   const registry = values.tokens === undefined ? undefined : TokenRegistry.fromFile(values.tokens);
   const devGrant: Grant | undefined =
     registry === undefined
@@ -81,6 +94,12 @@ export async function serveCommand(argv: string[]): Promise<void> {
 
   const faults = new FaultPoints();
   armTestFaults(faults, logger);
+  // One command, nothing else to run: without --provider-url a demo provider runs in this process.
+  const embedded =
+    work.providerUrl === undefined ? await startProvider({ mode: work.providerMode, logger }) : undefined;
+  if (embedded !== undefined)
+    logger.info('idem.embedded_provider', { url: embedded.url, mode: work.providerMode });
+  const providerUrl = work.providerUrl ?? (embedded as RunningProvider).url;
   const app = new ReferenceApp({
     dbPath: values.db,
     registry: registry ?? TokenRegistry.fixed(devGrant as Grant),
@@ -90,7 +109,23 @@ export async function serveCommand(argv: string[]): Promise<void> {
     tombstoneTtlMs,
     lockTimeoutMs,
     synchronous,
+    providerUrl,
+    deploymentPolicy: work.policy,
+    inFlightWaitMs,
   });
+  const stopWork = values['no-worker']
+    ? async () => undefined
+    : startBackgroundWork({
+        store: app.store,
+        providerUrl,
+        providerMode: work.providerMode,
+        policy: work.policy,
+        retentionMs,
+        clock: app.clock,
+        logger,
+        leaseMs: work.leaseMs,
+        pollIntervalMs: work.pollIntervalMs,
+      });
   const stopSweeper = startSweeper(app.store, {
     intervalMs: sweepIntervalMs,
     batchSize: sweepBatch,
@@ -130,31 +165,12 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const shutdown = async (signal: string) => {
     logger.info('idem.stopping', { signal });
     await stopSweeper();
+    await stopWork();
     await close();
+    await embedded?.close();
     await app.close();
     process.exit(0);
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
-}
-
-/**
- * Test-only: IDEM_TEST_FAULTS="after_commit=kill,before_reply=throw" arms fault points in this
- * process, so end-to-end tests can crash a real server at a named point. Announced loudly.
- */
-function armTestFaults(faults: FaultPoints, logger: ReturnType<typeof jsonLogger>): void {
-  const spec = process.env.IDEM_TEST_FAULTS;
-  if (!spec) return;
-  for (const part of spec.split(',')) {
-    const [point, action] = part.split('=') as [FaultPoint, string];
-    faults.arm(
-      point,
-      action === 'kill'
-        ? () => process.kill(process.pid, 'SIGKILL')
-        : () => {
-            throw new Error(`test fault at ${point}`);
-          },
-    );
-    logger.warn('idem.test_fault_armed', { point, action });
-  }
 }

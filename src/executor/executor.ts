@@ -278,3 +278,9 @@ function checkEffectResult(result: EffectResult | undefined): EffectResult {
   }
   return result;
 }
+
+/** `executed` for a first local execution, `replayed` for a replay, else the status (`accepted`). */
+function callOutcomeLabel(replayed: boolean, status: unknown): string {
+  if (replayed) return 'replayed';
+  return status === 'succeeded' ? 'executed' : String(status);
+}

@@ -1,0 +1,62 @@
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
+import type { RecoveryMode } from '../operations/durable-handler.js';
+import { CliError } from './cli-error.js';
+import { durationOption, intOption } from './options.js';
+
+/** Flags shared by `idem serve` and `idem worker` for durable operations. */
+export const WORK_OPTIONS = {
+  'provider-url': { type: 'string' },
+  'provider-mode': { type: 'string', default: 'key' },
+  deadline: { type: 'string', default: '30s' },
+  'attempt-timeout': { type: 'string', default: '8s' },
+  'max-attempts': { type: 'string', default: '3' },
+  'worker-lease': { type: 'string', default: '5s' },
+  'worker-poll': { type: 'string', default: '200ms' },
+} as const;
+
+export const WORK_HELP = `  --provider-url URL         the deployment provider (and webhook receiver)
+  --provider-mode MODE       what it supports: key (Idempotency-Key), reference (lookup by client
+                             reference) or none; decides the recovery path (default key)
+  --deadline DUR             total deadline of a deployment (default 30s)
+  --attempt-timeout DUR      cap of one provider attempt (default 8s)
+  --max-attempts N           attempts per deployment (default 3)
+  --worker-lease DUR         lease on an operation, renewed while working (default 5s)
+  --worker-poll DUR          wait between polls when idle (default 200ms)`;
+
+export interface WorkSettings {
+  providerUrl: string | undefined;
+  providerMode: RecoveryMode;
+  policy: RetryPolicy;
+  leaseMs: number;
+  pollIntervalMs: number;
+}
+
+export function workSettings(values: {
+  'provider-url'?: string | undefined;
+  'provider-mode': string;
+  deadline: string;
+  'attempt-timeout': string;
+  'max-attempts': string;
+  'worker-lease': string;
+  'worker-poll': string;
+}): WorkSettings {
+  const mode = values['provider-mode'];
+  if (mode !== 'key' && mode !== 'reference' && mode !== 'none') {
+    throw new CliError('--provider-mode must be key, reference or none', 2);
+  }
+  const url = values['provider-url'];
+  if (url !== undefined && !/^https?:\/\/[^/]+/.test(url))
+    throw new CliError('--provider-url must be an http(s) URL', 2);
+  return {
+    providerUrl: url,
+    providerMode: mode,
+    policy: {
+      ...DEFAULT_RETRY_POLICY,
+      totalMs: durationOption('--deadline', values.deadline, 24 * 3_600_000),
+      attemptTimeoutMs: durationOption('--attempt-timeout', values['attempt-timeout'], 3_600_000),
+      maxAttempts: intOption('--max-attempts', values['max-attempts'], 1, 100),
+    },
+    leaseMs: durationOption('--worker-lease', values['worker-lease'], 3_600_000),
+    pollIntervalMs: durationOption('--worker-poll', values['worker-poll'], 60_000),
+  };
+}

@@ -1,0 +1,69 @@
+import { parseArgs } from 'node:util';
+import { openSqlite } from '../adapters/sqlite/open-sqlite.js';
+import { SqliteStore } from '../adapters/sqlite/sqlite-store.js';
+import { systemClock } from '../core/clock.js';
+import { FaultPoints } from '../core/fault-points.js';
+import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
+import { jsonLogger } from '../log/json-logger.js';
+import { startBackgroundWork } from '../server/background-work.js';
+import { CliError } from './cli-error.js';
+import { armTestFaults } from './test-faults.js';
+import { durationOption, existingDb } from './options.js';
+import { WORK_HELP, WORK_OPTIONS, workSettings } from './work-options.js';
+
+export const WORKER_HELP = `Usage: idem worker --provider-url URL [options]
+
+Runs the durable-operation worker and the outbox dispatcher alone, against the same database as one
+or more \`idem serve --no-worker\` processes. Several workers may run at once: leases keep each
+operation with one worker, and a crashed worker's operations are taken over when its lease expires.
+
+Options:
+  --db PATH                  SQLite file (default ./idem.sqlite; must exist)
+  --retention DUR            how long final records replay (default 24h)
+${WORK_HELP}
+  -h, --help                 show this help`;
+
+export async function workerCommand(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      db: { type: 'string', default: './idem.sqlite' },
+      retention: { type: 'string' },
+      ...WORK_OPTIONS,
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stderr.write(`${WORKER_HELP}\n`);
+    return;
+  }
+  const settings = workSettings(values);
+  if (settings.providerUrl === undefined) throw new CliError('idem worker needs --provider-url', 2);
+  const retentionMs =
+    values.retention === undefined ? DEFAULT_RETENTION_MS : durationOption('--retention', values.retention);
+  const logger = jsonLogger();
+  const faults = new FaultPoints();
+  armTestFaults(faults, logger);
+  const store = new SqliteStore(openSqlite(existingDb(values.db)), { faults });
+  const stop = startBackgroundWork({
+    store,
+    providerUrl: settings.providerUrl,
+    providerMode: settings.providerMode,
+    policy: settings.policy,
+    retentionMs,
+    clock: systemClock,
+    logger,
+    leaseMs: settings.leaseMs,
+    pollIntervalMs: settings.pollIntervalMs,
+  });
+  logger.info('idem.worker_started', { db: values.db, provider_mode: settings.providerMode });
+  const shutdown = async (signal: string) => {
+    logger.info('idem.stopping', { signal });
+    await stop();
+    await store.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+}

@@ -1,0 +1,89 @@
+import type { JsonObject } from '../core/json.js';
+import type { OperationRecord } from '../core/operation-record.js';
+
+/**
+ * What the external system offers to settle an attempt whose outcome is unknown:
+ * - `key`: it deduplicates on a key we send; re-sending with the same key replays or creates once;
+ * - `reference`: it stores a reference we send and can be searched by it (reconciliation);
+ * - `none`: nothing; an unknown outcome can only be reported (`outcome_unknown`).
+ */
+export type RecoveryMode = 'key' | 'reference' | 'none';
+
+/**
+ * The key sent to the external system. Derived from the persisted operation id (never generated per
+ * attempt), so every attempt, in any process and after any crash, sends the same one.
+ */
+export function providerKeyFor(operationId: string): string {
+  return `idem-${operationId}`;
+}
+
+export interface HandlerCallContext {
+  /** `providerKeyFor(operation.operationId)`. */
+  readonly providerKey: string;
+  /** This call's budget (the attempt timeout, capped by what is left of the deadline). */
+  readonly timeoutMs: number;
+  /** Aborted when the worker loses its lease; the call must give up promptly. */
+  readonly signal: AbortSignal;
+}
+
+/** The effect happened: the resource it made, and business fields for the stored result. */
+export interface Applied {
+  readonly kind: 'created';
+  readonly resourceId: string;
+  /** Merged into the result beside `status`, `operation_id` and `resource_id`; no reserved names. */
+  readonly fields: JsonObject;
+  /** True when the external system answered from its own deduplication (a replay). */
+  readonly replayed?: boolean;
+}
+
+/**
+ * One dispatch's outcome, classified by whether the effect was applied:
+ * - `created`: applied;
+ * - `rejected`: not applied and never will be for these arguments (not retried); `code` is the
+ *   stored error code (`forbidden` or `invalid_argument`);
+ * - `throttled`: not applied, may be later (`retryAfterMs` if the system said when);
+ * - `ambiguous`: may or may not have been applied.
+ * `reason` and `detail` strings are short and body-free: they go into logs and attempt rows.
+ */
+export type DispatchOutcome =
+  | Applied
+  | {
+      readonly kind: 'rejected';
+      readonly code: 'forbidden' | 'invalid_argument';
+      readonly status: number;
+      readonly reason: string;
+    }
+  | { readonly kind: 'throttled'; readonly status: number; readonly retryAfterMs?: number }
+  | { readonly kind: 'ambiguous'; readonly reason: string };
+
+/**
+ * What a reconciliation established: the effect exists (`created`), it does not (`absent`), nothing
+ * (`ambiguous`: the lookup itself failed), or the mode cannot reconcile (`unsupported`).
+ */
+export type ReconcileOutcome =
+  | Applied
+  | { readonly kind: 'absent' }
+  | { readonly kind: 'ambiguous'; readonly reason: string }
+  | { readonly kind: 'unsupported' };
+
+/** The window and key an operator needs to find an effect by hand. */
+export interface UnknownOutcomeContext {
+  readonly providerKey: string;
+  /** Epoch ms: the effect, if any, happened between these instants. */
+  readonly from: number;
+  readonly to: number;
+}
+
+/**
+ * One kind of durable operation's external side effect. The worker owns retries, budgets, leases
+ * and state; a handler makes exactly one external call per method call and classifies it.
+ * Promised by implementations: `dispatch` never applies the effect twice for one provider key when
+ * `mode` is `key`; `reconcile` reports `created` only for an effect carrying this provider key.
+ */
+export interface DurableHandler {
+  readonly mode: RecoveryMode;
+  dispatch(operation: OperationRecord, context: HandlerCallContext): Promise<DispatchOutcome>;
+  reconcile(operation: OperationRecord, context: HandlerCallContext): Promise<ReconcileOutcome>;
+  /** One sentence for `outcome_unknown`: what to check at the external system to settle it. */
+  nextAction(operation: OperationRecord, context: UnknownOutcomeContext): string;
+}

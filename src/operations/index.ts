@@ -1,0 +1,34 @@
+export {
+  providerKeyFor,
+  type Applied,
+  type DispatchOutcome,
+  type DurableHandler,
+  type HandlerCallContext,
+  type ReconcileOutcome,
+  type RecoveryMode,
+  type UnknownOutcomeContext,
+} from './durable-handler.js';
+export { DeploymentHandler, deploymentArgs, type DeploymentHandlerOptions } from './deployment-handler.js';
+export {
+  DeploymentProviderClient,
+  parseRetryAfter,
+  type CreateOptions,
+  type CreateOutcome,
+  type DeploymentProviderClientOptions,
+  type DeploymentRequest,
+  type FindOptions,
+  type FindOutcome,
+} from './provider-client.js';
+export { Worker, type WorkerOptions } from './worker.js';
+export { OperationProcessor, type OperationProcessorOptions } from './operation-processor.js';
+export { OperationWriter, type Next, type OperationWriterOptions } from './operation-writer.js';
+export {
+  operationBudget,
+  stopMessage,
+  successResult,
+  type Budget,
+  type StopReason,
+} from './operation-budget.js';
+export { OutboxDispatcher, type OutboxDispatcherOptions } from './outbox-dispatcher.js';
+export { LeaseKeeper, type LeaseKeeperOptions } from './lease-keeper.js';
+export { PollingLoop } from './polling-loop.js';

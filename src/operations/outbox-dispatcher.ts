@@ -1,0 +1,155 @@
+import { randomUUID } from 'node:crypto';
+import { systemClock, type Clock } from '../core/clock.js';
+import type { FaultPoints } from '../core/fault-points.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import type { OutboxMessage } from '../core/operation-record.js';
+import type { Store } from '../store/store.js';
+import { PollingLoop } from './polling-loop.js';
+import { networkReason } from './provider-client.js';
+
+export interface OutboxDispatcherOptions<App = unknown> {
+  readonly store: Store<App>;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /** Default `outbox-<uuid>`. */
+  readonly workerId?: string;
+  /** How long a claimed batch is ours. Default 5000. */
+  readonly leaseMs?: number;
+  /** Messages claimed per round. Default 10. */
+  readonly batchSize?: number;
+  /** The wait between polls when nothing was due. Default 200. */
+  readonly pollIntervalMs?: number;
+  /** Per send; always capped at half the lease, so a send ends before its lease does. Default 5000. */
+  readonly sendTimeoutMs?: number;
+  /** Backoff: full jitter, ceiling `baseDelayMs * 2^(attempts - 1)` up to `maxDelayMs`. */
+  readonly baseDelayMs?: number;
+  readonly maxDelayMs?: number;
+  /** Default `store.faults`. */
+  readonly faults?: FaultPoints;
+  /** In [0, 1). Default `Math.random`. */
+  readonly random?: () => number;
+}
+
+/**
+ * Delivers committed outbox messages: `POST <destination>` with the payload as JSON and the header
+ * `Idempotency-Key: <dedupKey>`. Delivery is at least once, made effectively once by the receiver's
+ * deduplication: a message is marked done only after a 2xx, so a crash between the send and
+ * `completeOutbox` (fault point `outbox_after_send`) sends it again, with the same key, once its
+ * lease expires. Any other outcome (non-2xx, timeout, network error) is retried after a full-jitter
+ * backoff; there is no dead-letter state in the Store port, so a message a receiver always refuses is
+ * retried every `maxDelayMs` or so, and logged each time. Messages of one batch are sent
+ * concurrently. Logs carry the message id, destination host, status and attempts, never the payload.
+ * This loop is separate from the Worker's so that a slow provider never delays notifications.
+ */
+export class OutboxDispatcher<App = unknown> {
+  readonly workerId: string;
+  readonly #store: Store<App>;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #leaseMs: number;
+  readonly #batchSize: number;
+  readonly #sendTimeoutMs: number;
+  readonly #baseDelayMs: number;
+  readonly #maxDelayMs: number;
+  readonly #faults: FaultPoints;
+  readonly #random: () => number;
+  readonly #loop: PollingLoop;
+
+  constructor(options: OutboxDispatcherOptions<App>) {
+    this.#store = options.store;
+    this.#clock = options.clock ?? systemClock;
+    this.#logger = options.logger ?? silentLogger;
+    this.workerId = options.workerId ?? `outbox-${randomUUID()}`;
+    this.#leaseMs = options.leaseMs ?? 5000;
+    this.#batchSize = options.batchSize ?? 10;
+    this.#sendTimeoutMs = Math.max(1, Math.min(options.sendTimeoutMs ?? 5000, Math.floor(this.#leaseMs / 2)));
+    this.#baseDelayMs = options.baseDelayMs ?? 200;
+    this.#maxDelayMs = options.maxDelayMs ?? 30_000;
+    this.#faults = options.faults ?? options.store.faults;
+    this.#random = options.random ?? Math.random;
+    this.#loop = new PollingLoop({
+      tick: async () => (await this.runOnce()) > 0,
+      clock: this.#clock,
+      logger: this.#logger,
+      intervalMs: options.pollIntervalMs ?? 200,
+      event: 'outbox.error',
+    });
+  }
+
+  start(): void {
+    this.#loop.start();
+  }
+
+  /** Stops polling; resolves once the batch in hand is done with. Never rejects. */
+  stop(): Promise<void> {
+    return this.#loop.stop();
+  }
+
+  /**
+   * Claims up to `batchSize` due messages and sends each once. Resolves to how many were claimed.
+   * Rethrows what the store or a fault point throws (the lease then expires, as after a crash).
+   */
+  async runOnce(): Promise<number> {
+    const messages = await this.#store.claimOutbox({
+      workerId: this.workerId,
+      now: this.#clock.now(),
+      leaseMs: this.#leaseMs,
+      limit: this.#batchSize,
+    });
+    const results = await Promise.allSettled(messages.map((message) => this.#deliver(message)));
+    const failure = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failure !== undefined) throw failure.reason;
+    return messages.length;
+  }
+
+  async #deliver(message: OutboxMessage): Promise<void> {
+    const started = this.#clock.monotonic();
+    const failure = await this.#send(message);
+    const fields = {
+      message_id: message.id,
+      destination: hostOf(message.destination),
+      worker_id: this.workerId,
+      attempts: message.attempts,
+      duration_ms: Math.round(this.#clock.monotonic() - started),
+    };
+    if (failure === undefined) {
+      this.#faults.hit('outbox_after_send');
+      await this.#store.completeOutbox(message.id, this.workerId, this.#clock.now());
+      this.#logger.info('outbox.delivered', fields);
+      return;
+    }
+    const delayMs = this.backoff(message.attempts);
+    await this.#store.retryOutbox(message.id, this.workerId, this.#clock.now() + delayMs, failure);
+    this.#logger.warn('outbox.retry_scheduled', { ...fields, outcome: failure, delay_ms: delayMs });
+  }
+
+  /** Undefined on a 2xx, else a short body-free reason. */
+  async #send(message: OutboxMessage): Promise<string | undefined> {
+    try {
+      const response = await fetch(message.destination, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': message.dedupKey },
+        body: JSON.stringify(message.payload),
+        signal: AbortSignal.timeout(this.#sendTimeoutMs),
+      });
+      await response.arrayBuffer(); // drain, so the connection can be reused
+      return response.ok ? undefined : `http_${response.status}`;
+    } catch (error) {
+      return networkReason(error);
+    }
+  }
+
+  /** Full jitter: uniform in [0, min(maxDelayMs, baseDelayMs * 2^(attempts - 1))). */
+  backoff(attempts: number): number {
+    const ceiling = Math.min(this.#maxDelayMs, this.#baseDelayMs * 2 ** Math.max(0, attempts - 1));
+    return Math.floor(this.#random() * ceiling);
+  }
+}
+
+function hostOf(destination: string): string {
+  try {
+    return new URL(destination).host;
+  } catch {
+    return 'invalid-url';
+  }
+}

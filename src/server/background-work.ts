@@ -1,0 +1,54 @@
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { RetryPolicy } from '../core/retry-policy.js';
+import { DeploymentHandler } from '../operations/deployment-handler.js';
+import type { RecoveryMode } from '../operations/durable-handler.js';
+import { OutboxDispatcher } from '../operations/outbox-dispatcher.js';
+import { DeploymentProviderClient } from '../operations/provider-client.js';
+import { Worker } from '../operations/worker.js';
+import type { Store } from '../store/store.js';
+
+export interface BackgroundWorkOptions {
+  store: Store<unknown>;
+  providerUrl: string;
+  /** How the provider deduplicates; decides the recovery path. */
+  providerMode: RecoveryMode;
+  policy: RetryPolicy;
+  retentionMs: number;
+  clock: Clock;
+  logger: Logger;
+  leaseMs?: number;
+  pollIntervalMs?: number;
+}
+
+/**
+ * The reference server's background work: the worker that carries start_deployment operations to a
+ * final state, and the outbox dispatcher that delivers create_note's webhooks. Both loops start at
+ * once; on start-up the worker picks up operations left `running` by a crashed process as soon as
+ * their lease expires. Returns a function that stops both (letting the operation in hand finish).
+ */
+export function startBackgroundWork(options: BackgroundWorkOptions): () => Promise<void> {
+  const client = new DeploymentProviderClient({
+    baseUrl: options.providerUrl.replace(/\/+$/, ''),
+    clock: options.clock,
+  });
+  const common = {
+    store: options.store,
+    clock: options.clock,
+    logger: options.logger,
+    ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
+    ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
+  };
+  const worker = new Worker({
+    ...common,
+    handlers: { start_deployment: new DeploymentHandler({ client, mode: options.providerMode }) },
+    policy: options.policy,
+    retentionMs: options.retentionMs,
+  });
+  const outbox = new OutboxDispatcher(common);
+  worker.start();
+  outbox.start();
+  return async () => {
+    await Promise.all([worker.stop(), outbox.stop()]);
+  };
+}
