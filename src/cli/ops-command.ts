@@ -47,8 +47,10 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
     allowPositionals: true,
   });
   if (values.help) return out(`${OPS_HELP}\n`);
-  if (sub !== 'list' && sub !== 'show')
+  if (sub !== 'list' && sub !== 'show' && sub !== 'resolve') {
     throw new CliError(`idem ops: unknown subcommand ${JSON.stringify(sub)}`, 2);
+  }
+  if (sub === 'resolve') return resolveCommand(values, positionals, out);
   const store = new SqliteStore(openSqlite(existingDb(values.db)));
   try {
     if (sub === 'show') {
@@ -100,7 +102,7 @@ function table(header: string[], rows: string[][]): string {
   return `${[line(header), ...rows.map(line)].join('\n')}\n${rows.length === 0 ? '(no operations)\n' : ''}`;
 }
 
-async function resolve(
+async function resolveCommand(
   values: {
     db: string;
     succeeded: boolean;

@@ -183,11 +183,7 @@ export class Executor<App> {
         tool: operationLabel({ operation: operation.name, version: operation.version }),
         principal: request.principal,
         workspace: request.workspace,
-        outcome: outcome.ok
-          ? outcome.replayed
-            ? 'replayed'
-            : String(outcome.result.status)
-          : outcome.error.code,
+        outcome: outcome.ok ? callOutcomeLabel(outcome.replayed, outcome.result.status) : outcome.error.code,
         duration_ms: Math.round((this.#clock.monotonic() - started) * 1000) / 1000,
       };
       if (!outcome.ok && outcome.error.code === 'internal') this.#logger.error('idem.call', fields);

@@ -222,7 +222,14 @@ describe('reference server over stdio', () => {
     );
     expect(byId.get(1)?.result).toMatchObject({ serverInfo: { name: 'idem-reference' } });
     const tools = (byId.get(2)?.result?.tools as { name: string }[]).map((t) => t.name).sort();
-    expect(tools).toEqual(['create_note', 'get_note', 'get_operation', 'list_notes']);
+    expect(tools).toEqual([
+      'cancel_operation',
+      'create_note',
+      'get_note',
+      'get_operation',
+      'list_notes',
+      'start_deployment',
+    ]);
     expect(byId.get(3)?.result).toMatchObject({ structuredContent: { status: 'succeeded' } });
     expect(byId.get(4)?.result).toMatchObject({
       isError: true,
