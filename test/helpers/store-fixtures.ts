@@ -17,6 +17,7 @@ import {
   type IdempotentOperation,
 } from '../../src/executor/executor.js';
 import type { EffectContext, EffectResult, Store } from '../../src/store/store.js';
+import { openPostgresTestStore, postgresAvailable } from './postgres-fixtures.js';
 
 /** The arguments of the test operation `create_note` (what the fingerprint covers). */
 export type NoteArgs = { body: string };
@@ -44,7 +45,7 @@ export interface NoteOperationOptions {
   version?: number;
   retentionMs?: number;
   /** Called after the note row is written, inside the transaction; may throw to fail the effect. */
-  afterInsert?: (context: EffectContext) => void;
+  afterInsert?: (context: EffectContext) => void | Promise<void>;
   /** Fields merged into the effect's result (to test what the executor does with them). */
   extraResult?: JsonObject;
 }
@@ -183,6 +184,7 @@ export function openTestStore(options: TestStoreOptions = {}): SqliteTestStore {
  */
 export const storeFactories: readonly StoreFactory[] = [
   { name: 'sqlite', create: async (options) => openTestStore(options) },
+  ...(postgresAvailable ? [{ name: 'postgres', create: openPostgresTestStore }] : []),
 ];
 
 /** The durable test operation: `Executor.start` accepts it, a worker would carry it out. */

@@ -33,7 +33,7 @@ import {
   type AttemptRow,
   type OperationRow,
   type OutboxRow,
-} from './sqlite-rows.js';
+} from '../operation-rows.js';
 import { migrateSqlite } from './sqlite-schema.js';
 import { SqliteTransactor } from './sqlite-transactor.js';
 

@@ -1,19 +1,20 @@
-import type { JsonObject } from '../../core/json.js';
-import type { OperationIdentity } from '../../core/operation-identity.js';
+import type { JsonObject } from '../core/json.js';
+import type { OperationIdentity } from '../core/operation-identity.js';
 import type {
   AttemptRecord,
   OperationError,
   OperationRecord,
   OutboxMessage,
-} from '../../core/operation-record.js';
-import type { OperationState } from '../../core/operation-state.js';
+} from '../core/operation-record.js';
+import type { OperationState } from '../core/operation-state.js';
 
+/** A row of idem_operations as either driver returns it (pg gives BIGINT as string). */
 export interface OperationRow {
   operation_id: string;
   principal: string;
   workspace: string;
   operation: string;
-  version: number;
+  version: number | string;
   idem_key: string;
   fingerprint: string;
   kind: string;
@@ -22,39 +23,39 @@ export interface OperationRow {
   result_json: string | null;
   args_json: string | null;
   error_json: string | null;
-  created_at: number;
-  updated_at: number;
-  expires_at: number | null;
-  deadline_at: number | null;
-  attempt_count: number;
-  dispatched: number;
+  created_at: number | string;
+  updated_at: number | string;
+  expires_at: number | string | null;
+  deadline_at: number | string | null;
+  attempt_count: number | string;
+  dispatched: number | boolean;
   lease_owner: string | null;
-  lease_expires_at: number | null;
-  next_attempt_at: number | null;
-  cancel_requested_at: number | null;
+  lease_expires_at: number | string | null;
+  next_attempt_at: number | string | null;
+  cancel_requested_at: number | string | null;
   resolved_by: string | null;
-  resolved_at: number | null;
+  resolved_at: number | string | null;
 }
 
 export interface AttemptRow {
   attempt_id: string;
   operation_id: string;
-  number: number;
+  number: number | string;
   worker_id: string;
-  started_at: number;
-  ended_at: number | null;
+  started_at: number | string;
+  ended_at: number | string | null;
   outcome: string | null;
   detail: string | null;
 }
 
 export interface OutboxRow {
-  id: number;
+  id: number | string;
   dedup_key: string;
   destination: string;
   payload_json: string;
-  created_at: number;
-  attempts: number;
-  dispatched_at: number | null;
+  created_at: number | string;
+  attempts: number | string;
+  dispatched_at: number | string | null;
 }
 
 export const OPERATION_COLUMNS = [
@@ -123,7 +124,7 @@ export function toRecord(row: OperationRow): OperationRecord {
       principal: row.principal,
       workspace: row.workspace,
       operation: row.operation,
-      version: row.version,
+      version: Number(row.version),
       key: row.idem_key,
     },
     fingerprint: row.fingerprint,
@@ -133,17 +134,17 @@ export function toRecord(row: OperationRow): OperationRecord {
     ...(row.result_json === null ? {} : { result: JSON.parse(row.result_json) as JsonObject }),
     ...(row.args_json === null ? {} : { args: JSON.parse(row.args_json) as JsonObject }),
     ...(row.error_json === null ? {} : { error: JSON.parse(row.error_json) as OperationError }),
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    ...(row.expires_at === null ? {} : { expiresAt: row.expires_at }),
-    ...(row.deadline_at === null ? {} : { deadlineAt: row.deadline_at }),
-    attemptCount: row.attempt_count,
-    dispatched: row.dispatched === 1,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    ...(row.expires_at === null ? {} : { expiresAt: Number(row.expires_at) }),
+    ...(row.deadline_at === null ? {} : { deadlineAt: Number(row.deadline_at) }),
+    attemptCount: Number(row.attempt_count),
+    dispatched: row.dispatched === true || Number(row.dispatched) === 1,
     ...(row.lease_owner === null ? {} : { leaseOwner: row.lease_owner }),
-    ...(row.lease_expires_at === null ? {} : { leaseExpiresAt: row.lease_expires_at }),
-    ...(row.cancel_requested_at === null ? {} : { cancelRequestedAt: row.cancel_requested_at }),
+    ...(row.lease_expires_at === null ? {} : { leaseExpiresAt: Number(row.lease_expires_at) }),
+    ...(row.cancel_requested_at === null ? {} : { cancelRequestedAt: Number(row.cancel_requested_at) }),
     ...(row.resolved_by === null ? {} : { resolvedBy: row.resolved_by }),
-    ...(row.resolved_at === null ? {} : { resolvedAt: row.resolved_at }),
+    ...(row.resolved_at === null ? {} : { resolvedAt: Number(row.resolved_at) }),
   };
 }
 
@@ -151,10 +152,10 @@ export function toAttempt(row: AttemptRow): AttemptRecord {
   return {
     attemptId: row.attempt_id,
     operationId: row.operation_id,
-    number: row.number,
+    number: Number(row.number),
     workerId: row.worker_id,
-    startedAt: row.started_at,
-    ...(row.ended_at === null ? {} : { endedAt: row.ended_at }),
+    startedAt: Number(row.started_at),
+    ...(row.ended_at === null ? {} : { endedAt: Number(row.ended_at) }),
     ...(row.outcome === null ? {} : { outcome: row.outcome }),
     ...(row.detail === null ? {} : { detail: row.detail }),
   };
@@ -162,13 +163,13 @@ export function toAttempt(row: AttemptRow): AttemptRecord {
 
 export function toOutbox(row: OutboxRow): OutboxMessage {
   return {
-    id: row.id,
+    id: Number(row.id),
     dedupKey: row.dedup_key,
     destination: row.destination,
     payload: JSON.parse(row.payload_json) as JsonObject,
-    createdAt: row.created_at,
-    attempts: row.attempts,
-    ...(row.dispatched_at === null ? {} : { dispatchedAt: row.dispatched_at }),
+    createdAt: Number(row.created_at),
+    attempts: Number(row.attempts),
+    ...(row.dispatched_at === null ? {} : { dispatchedAt: Number(row.dispatched_at) }),
   };
 }
 

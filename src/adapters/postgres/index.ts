@@ -1,0 +1,5 @@
+export { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
+export { openPostgres, type OpenPostgresOptions } from './open-postgres.js';
+export { migratePostgres, POSTGRES_SCHEMA_VERSION } from './postgres-schema.js';
+export { translatePgError, isConnectionLoss } from './postgres-errors.js';
+export type { PgPool, PgClient, PgQueryResult } from './postgres-pool.js';

@@ -1,0 +1,43 @@
+import pg from 'pg';
+import type { Logger } from '../../core/logger.js';
+import type { PgPool } from './postgres-pool.js';
+
+export interface OpenPostgresOptions {
+  /** Pool size per process. Default 10. */
+  max?: number;
+  /** Server-side `statement_timeout` of every statement, ms. Default 30000. */
+  statementTimeoutMs?: number;
+  /** How long to wait for a connection from the pool or the server, ms. Default 5000. */
+  connectionTimeoutMs?: number;
+  /** Idle connections are closed after this, ms. Default 30000. */
+  idleTimeoutMs?: number;
+  /** Schema to use (search_path); created if missing. Default: the server's default (public). */
+  schema?: string;
+  logger?: Logger;
+}
+
+/**
+ * A node-postgres pool for a PostgresStore. A pooled connection that dies while idle (server
+ * restart, `pg_terminate_backend`) is logged and dropped instead of crashing the process; the pool
+ * opens a new one on the next request.
+ */
+export async function openPostgres(url: string, options: OpenPostgresOptions = {}): Promise<PgPool> {
+  if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
+    throw new Error(`invalid schema name ${JSON.stringify(options.schema)}`);
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    statement_timeout: options.statementTimeoutMs ?? 30_000,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 5_000,
+    idleTimeoutMillis: options.idleTimeoutMs ?? 30_000,
+    ...(options.schema === undefined ? {} : { options: `-c search_path=${options.schema}` }),
+  });
+  pool.on('error', (error: Error & { code?: string }) => {
+    options.logger?.warn('postgres.idle_client_error', { code: error.code ?? 'connection_lost' });
+  });
+  if (options.schema !== undefined) {
+    await pool.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`);
+  }
+  return pool as unknown as PgPool;
+}

@@ -1,0 +1,20 @@
+/**
+ * The subset of node-postgres (`pg`) that Idem uses: a pool that lends clients. Declared here so
+ * that the port and the executor never depend on the driver; any object with these methods will do.
+ */
+export interface PgQueryResult<Row = Record<string, unknown>> {
+  rows: Row[];
+  rowCount: number | null;
+}
+
+export interface PgClient {
+  query<Row = Record<string, unknown>>(text: string, values?: unknown[]): Promise<PgQueryResult<Row>>;
+  /** With an error, the client is destroyed instead of returned to the pool. */
+  release(error?: Error | boolean): void;
+}
+
+export interface PgPool {
+  connect(): Promise<PgClient>;
+  query<Row = Record<string, unknown>>(text: string, values?: unknown[]): Promise<PgQueryResult<Row>>;
+  end(): Promise<void>;
+}

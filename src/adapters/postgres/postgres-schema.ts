@@ -1,0 +1,122 @@
+import type { PgPool } from './postgres-pool.js';
+
+/**
+ * Idem's tables, versioned in `idem_schema_migrations`. Each entry runs once, in order, in one
+ * transaction, under an advisory lock so that several instances starting at once migrate once.
+ * Never edit an entry that has shipped; append a new one.
+ */
+const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE idem_operations (
+    operation_id        TEXT NOT NULL UNIQUE,
+    principal           TEXT NOT NULL,
+    workspace           TEXT NOT NULL,
+    operation           TEXT NOT NULL,
+    version             INTEGER NOT NULL,
+    idem_key            TEXT NOT NULL,
+    fingerprint         TEXT NOT NULL,
+    kind                TEXT NOT NULL,
+    status              TEXT NOT NULL,
+    resource_id         TEXT,
+    result_json         TEXT,
+    args_json           TEXT,
+    error_json          TEXT,
+    created_at          BIGINT NOT NULL,
+    updated_at          BIGINT NOT NULL,
+    expires_at          BIGINT,
+    deadline_at         BIGINT,
+    attempt_count       INTEGER NOT NULL DEFAULT 0,
+    dispatched          BOOLEAN NOT NULL DEFAULT FALSE,
+    lease_owner         TEXT,
+    lease_expires_at    BIGINT,
+    next_attempt_at     BIGINT,
+    cancel_requested_at BIGINT,
+    resolved_by         TEXT,
+    resolved_at         BIGINT,
+    PRIMARY KEY (principal, workspace, operation, version, idem_key)
+  );
+  CREATE INDEX idem_operations_expires_at ON idem_operations (expires_at) WHERE expires_at IS NOT NULL;
+  CREATE INDEX idem_operations_created_at ON idem_operations (created_at);
+  CREATE INDEX idem_operations_due ON idem_operations (next_attempt_at)
+    WHERE status IN ('accepted', 'running', 'cancel_requested');
+  CREATE TABLE idem_tombstones (
+    principal          TEXT NOT NULL,
+    workspace          TEXT NOT NULL,
+    operation          TEXT NOT NULL,
+    version            INTEGER NOT NULL,
+    idem_key           TEXT NOT NULL,
+    fingerprint        TEXT NOT NULL,
+    receipt_expired_at BIGINT NOT NULL,
+    expires_at         BIGINT NOT NULL,
+    PRIMARY KEY (principal, workspace, operation, version, idem_key)
+  );
+  CREATE INDEX idem_tombstones_expires_at ON idem_tombstones (expires_at);
+  CREATE TABLE idem_attempts (
+    attempt_id   TEXT PRIMARY KEY,
+    operation_id TEXT NOT NULL,
+    number       INTEGER NOT NULL,
+    worker_id    TEXT NOT NULL,
+    started_at   BIGINT NOT NULL,
+    ended_at     BIGINT,
+    outcome      TEXT,
+    detail       TEXT
+  );
+  CREATE INDEX idem_attempts_operation ON idem_attempts (operation_id, number);
+  CREATE TABLE idem_outbox (
+    id               BIGSERIAL PRIMARY KEY,
+    dedup_key        TEXT NOT NULL UNIQUE,
+    destination      TEXT NOT NULL,
+    payload_json     TEXT NOT NULL,
+    created_at       BIGINT NOT NULL,
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at  BIGINT NOT NULL,
+    lease_owner      TEXT,
+    lease_expires_at BIGINT,
+    last_error       TEXT,
+    dispatched_at    BIGINT
+  );
+  CREATE INDEX idem_outbox_due ON idem_outbox (next_attempt_at) WHERE dispatched_at IS NULL;
+  `,
+];
+
+/** An arbitrary constant: the advisory lock that serializes migrations across instances. */
+const MIGRATION_LOCK = 7_346_219_004;
+
+/** Brings the schema (in the connection's search_path) to the latest version; returns it. */
+export async function migratePostgres(pool: PgPool): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    try {
+      await client.query(
+        'CREATE TABLE IF NOT EXISTS idem_schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)',
+      );
+      const { rows } = await client.query<{ v: number | null }>(
+        'SELECT max(version) AS v FROM idem_schema_migrations',
+      );
+      let version = Number(rows[0]?.v ?? 0);
+      for (; version < MIGRATIONS.length; version += 1) {
+        await client.query('BEGIN');
+        try {
+          await client.query(MIGRATIONS[version] as string);
+          await client.query('INSERT INTO idem_schema_migrations (version, applied_at) VALUES ($1, $2)', [
+            version + 1,
+            // eslint-disable-next-line no-restricted-properties -- a record of when, not logic
+            Date.now(),
+          ]);
+          await client.query('COMMIT');
+        } catch (error) {
+          await client.query('ROLLBACK');
+          throw error;
+        }
+      }
+      return version;
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;

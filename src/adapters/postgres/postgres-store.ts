@@ -1,0 +1,556 @@
+import { createHash } from 'node:crypto';
+import { systemClock, type Clock } from '../../core/clock.js';
+import { IdemError } from '../../core/errors.js';
+import { FaultPoints } from '../../core/fault-points.js';
+import type { OperationIdentity } from '../../core/operation-identity.js';
+import type { AttemptRecord, OperationRecord, OutboxMessage } from '../../core/operation-record.js';
+import { assertTransition } from '../../core/operation-state.js';
+import type { Existing } from '../../core/receipt.js';
+import type {
+  AttemptEnd,
+  AttemptStart,
+  ClaimOptions,
+  CommitOutcome,
+  CommitUnit,
+  EffectContext,
+  ListOptions,
+  Resolution,
+  SignalOption,
+  Store,
+  SweepOptions,
+  SweepResult,
+  TransitionRequest,
+} from '../../store/store.js';
+import {
+  identityParams,
+  OPERATION_COLUMNS,
+  operationParams,
+  toAttempt,
+  toOutbox,
+  toRecord,
+  type AttemptRow,
+  type OperationRow,
+  type OutboxRow,
+} from '../operation-rows.js';
+import { isConnectionLoss, isRetryableInAdapter, translatePgError } from './postgres-errors.js';
+import type { PgClient, PgPool } from './postgres-pool.js';
+import { migratePostgres } from './postgres-schema.js';
+
+export interface PostgresStoreOptions {
+  /** `lock_timeout` of each write transaction: beyond it the call answers `busy`. Default 5000 ms. */
+  lockTimeoutMs?: number;
+  /** Re-runs of a transaction after a serialization failure or deadlock (40001, 40P01). Default 5. */
+  maxRetries?: number;
+  /** Apply migrations when the store is created. Default true. */
+  migrate?: boolean;
+  clock?: Clock;
+  faults?: FaultPoints;
+}
+
+const IDENTITY_WHERE =
+  'principal = $1 AND workspace = $2 AND operation = $3 AND version = $4 AND idem_key = $5';
+const ACTIVE = "('accepted', 'running', 'cancel_requested')";
+const FINAL = "('succeeded', 'failed', 'cancelled')";
+const PK_COLUMNS: readonly string[] = ['principal', 'workspace', 'operation', 'version', 'idem_key'];
+const PK = `(${PK_COLUMNS.join(', ')})`;
+const COLUMNS = OPERATION_COLUMNS.join(', ');
+const UPSERT = `INSERT INTO idem_operations (${COLUMNS}) VALUES (${OPERATION_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})
+  ON CONFLICT ${PK} DO UPDATE SET ${OPERATION_COLUMNS.filter((c) => !PK_COLUMNS.includes(c))
+    .map((c) => `${c} = excluded.${c}`)
+    .join(', ')}`;
+
+/**
+ * The PostgreSQL Store, for several server instances on one database. Concurrent calls with one
+ * identity are serialized by the database (a transaction-scoped advisory lock on the identity, and
+ * the primary key as a backstop), never by process memory. Replays are plain SELECTs that take no
+ * lock and write nothing. Workers share operations through `FOR UPDATE SKIP LOCKED` and leases.
+ */
+export class PostgresStore implements Store<PgClient> {
+  readonly faults: FaultPoints;
+  readonly #pool: PgPool;
+  readonly #clock: Clock;
+  readonly #lockTimeoutMs: number;
+  readonly #maxRetries: number;
+
+  private constructor(pool: PgPool, options: PostgresStoreOptions) {
+    this.#pool = pool;
+    this.#clock = options.clock ?? systemClock;
+    this.faults = options.faults ?? new FaultPoints();
+    this.#lockTimeoutMs = options.lockTimeoutMs ?? 5000;
+    this.#maxRetries = options.maxRetries ?? 5;
+  }
+
+  /** Creates the store, migrating the schema first unless `migrate: false`. */
+  static async create(pool: PgPool, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    if (options.migrate ?? true) {
+      try {
+        await migratePostgres(pool);
+      } catch (error) {
+        throw translatePgError(error);
+      }
+    }
+    return new PostgresStore(pool, options);
+  }
+
+  async lookup(identity: OperationIdentity, options: SignalOption = {}): Promise<Existing | undefined> {
+    options.signal?.throwIfAborted();
+    return this.#read((client) => find(client, identity));
+  }
+
+  async commit(unit: CommitUnit<PgClient>, options: SignalOption = {}): Promise<CommitOutcome> {
+    return this.#transaction(
+      async (client) => {
+        await client.query('SELECT pg_advisory_xact_lock($1)', [identityLockKey(unit.identity)]);
+        const decision = unit.decide(await find(client, unit.identity));
+        if (decision.kind !== 'execute') return { kind: 'decided', decision } as const;
+        this.faults.hit('after_claim');
+        const pending: Promise<unknown>[] = [];
+        const context: EffectContext = {
+          ...unit.context,
+          enqueue: (intent) => {
+            const now = this.#clock.now();
+            const insert = client.query(
+              `INSERT INTO idem_outbox (dedup_key, destination, payload_json, created_at, next_attempt_at)
+               VALUES ($1, $2, $3, $4, $4) ON CONFLICT (dedup_key) DO NOTHING`,
+              [intent.dedupKey, intent.destination, JSON.stringify(intent.payload), now],
+            );
+            pending.push(insert);
+            return insert.then(() => undefined);
+          },
+        };
+        const result = await unit.effect?.(client, context);
+        await Promise.all(pending);
+        this.faults.hit('after_effect');
+        const record = unit.receipt(result);
+        await client.query(
+          `DELETE FROM idem_tombstones WHERE ${IDENTITY_WHERE}`,
+          identityParams(record.identity),
+        );
+        await client.query(UPSERT, operationParams(record));
+        return { kind: 'executed', receipt: record } as const;
+      },
+      { ...options, commitFaults: true },
+    );
+  }
+
+  async getOperation(operationId: string, options: SignalOption = {}): Promise<OperationRecord | undefined> {
+    options.signal?.throwIfAborted();
+    return this.#read((client) => byId(client, operationId));
+  }
+
+  async listOperations(options: ListOptions = {}): Promise<OperationRecord[]> {
+    options.signal?.throwIfAborted();
+    const limit = options.limit ?? 100;
+    return this.#read(async (client) => {
+      const { rows } =
+        options.status === undefined
+          ? await client.query<OperationRow>(
+              'SELECT * FROM idem_operations ORDER BY created_at DESC LIMIT $1',
+              [limit],
+            )
+          : await client.query<OperationRow>(
+              'SELECT * FROM idem_operations WHERE status = $1 ORDER BY created_at DESC LIMIT $2',
+              [options.status, limit],
+            );
+      return rows.map(toRecord);
+    });
+  }
+
+  async sweep(options: SweepOptions): Promise<SweepResult> {
+    let tombstoned = 0;
+    let tombstonesDeleted = 0;
+    let batches = 0;
+    const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
+    while (batches < maxBatches) {
+      options.signal?.throwIfAborted();
+      const { moved, deleted } = await this.#transaction(async (client) => {
+        // Only final records expire; SKIP LOCKED keeps the sweeper out of writers' way.
+        const movedResult = await client.query(
+          `WITH batch AS (
+             SELECT operation_id FROM idem_operations WHERE expires_at <= $1 AND status IN ${FINAL}
+             ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED),
+           moved AS (
+             DELETE FROM idem_operations o USING batch b WHERE o.operation_id = b.operation_id RETURNING o.*),
+           attempts AS (
+             DELETE FROM idem_attempts a USING moved m WHERE a.operation_id = m.operation_id)
+           INSERT INTO idem_tombstones
+             (principal, workspace, operation, version, idem_key, fingerprint, receipt_expired_at, expires_at)
+           SELECT principal, workspace, operation, version, idem_key, fingerprint, expires_at, expires_at + $3 FROM moved
+           ON CONFLICT ${PK} DO UPDATE SET fingerprint = excluded.fingerprint,
+             receipt_expired_at = excluded.receipt_expired_at, expires_at = excluded.expires_at`,
+          [options.now, options.batchSize, options.tombstoneTtlMs],
+        );
+        const deletedResult = await client.query(
+          `DELETE FROM idem_tombstones WHERE ctid IN
+             (SELECT ctid FROM idem_tombstones WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+          [options.now, options.batchSize],
+        );
+        return { moved: movedResult.rowCount ?? 0, deleted: deletedResult.rowCount ?? 0 };
+      }, options);
+      if (moved === 0 && deleted === 0) break;
+      tombstoned += moved;
+      tombstonesDeleted += deleted;
+      batches += 1;
+    }
+    return { tombstoned, tombstonesDeleted, batches };
+  }
+
+  async claimDue(options: ClaimOptions): Promise<OperationRecord | undefined> {
+    return this.#read(async (client) => {
+      const { rows } = await client.query<OperationRow>(
+        `UPDATE idem_operations SET lease_owner = $1, lease_expires_at = $2
+         WHERE operation_id = (SELECT operation_id FROM idem_operations
+           WHERE status IN ${ACTIVE} AND kind = 'durable'
+             AND (lease_expires_at IS NULL OR lease_expires_at <= $3)
+             AND (next_attempt_at IS NULL OR next_attempt_at <= $3)
+           ORDER BY COALESCE(next_attempt_at, created_at) LIMIT 1 FOR UPDATE SKIP LOCKED)
+         RETURNING *`,
+        [options.workerId, options.now + options.leaseMs, options.now],
+      );
+      return rows[0] === undefined ? undefined : toRecord(rows[0]);
+    });
+  }
+
+  async renewLease(
+    operationId: string,
+    workerId: string,
+    leaseExpiresAt: number,
+    options: SignalOption = {},
+  ): Promise<boolean> {
+    options.signal?.throwIfAborted();
+    return this.#read(async (client) => {
+      const result = await client.query(
+        `UPDATE idem_operations SET lease_expires_at = $1
+         WHERE operation_id = $2 AND lease_owner = $3 AND lease_expires_at > $4`,
+        [leaseExpiresAt, operationId, workerId, this.#clock.now()],
+      );
+      return result.rowCount === 1;
+    });
+  }
+
+  async transition(operationId: string, request: TransitionRequest): Promise<OperationRecord | undefined> {
+    return this.#transaction(async (client) => {
+      const current = await byId(client, operationId, true);
+      if (!holdsLease(current, request.workerId, request.now)) return undefined;
+      if (!request.from.includes(current.status)) return undefined;
+      assertTransition(current.status, request.to);
+      const patch = request.patch ?? {};
+      const release = patch.releaseLease ?? patch.nextAttemptAt !== undefined;
+      return update(client, current, {
+        status: request.to,
+        resourceId: patch.resourceId ?? current.resourceId,
+        result: patch.result ?? current.result,
+        error: patch.error ?? current.error,
+        expiresAt: patch.expiresAt ?? current.expiresAt,
+        dispatched: patch.dispatched ?? current.dispatched,
+        nextAttemptAt: patch.nextAttemptAt,
+        leaseOwner: release ? undefined : current.leaseOwner,
+        leaseExpiresAt: release ? undefined : current.leaseExpiresAt,
+        updatedAt: request.now,
+      });
+    }, request);
+  }
+
+  async startAttempt(operationId: string, start: AttemptStart): Promise<OperationRecord | undefined> {
+    return this.#transaction(async (client) => {
+      const current = await byId(client, operationId, true);
+      if (!holdsLease(current, start.workerId, start.now)) return undefined;
+      if (!start.from.includes(current.status)) return undefined;
+      assertTransition(current.status, 'running');
+      const number = current.attemptCount + 1;
+      await client.query(
+        'INSERT INTO idem_attempts (attempt_id, operation_id, number, worker_id, started_at) VALUES ($1, $2, $3, $4, $5)',
+        [start.attemptId, operationId, number, start.workerId, start.now],
+      );
+      return update(client, current, {
+        status: 'running',
+        attemptCount: number,
+        dispatched: true,
+        updatedAt: start.now,
+      });
+    }, start);
+  }
+
+  async finishAttempt(attemptId: string, end: AttemptEnd): Promise<void> {
+    await this.#read((client) =>
+      client.query(
+        'UPDATE idem_attempts SET ended_at = $1, outcome = $2, detail = $3 WHERE attempt_id = $4',
+        [end.endedAt, end.outcome, end.detail ?? null, attemptId],
+      ),
+    );
+  }
+
+  async listAttempts(operationId: string, options: SignalOption = {}): Promise<AttemptRecord[]> {
+    options.signal?.throwIfAborted();
+    return this.#read(async (client) => {
+      const { rows } = await client.query<AttemptRow>(
+        'SELECT * FROM idem_attempts WHERE operation_id = $1 ORDER BY number',
+        [operationId],
+      );
+      return rows.map(toAttempt);
+    });
+  }
+
+  async requestCancel(
+    operationId: string,
+    now: number,
+    options: SignalOption = {},
+  ): Promise<OperationRecord | undefined> {
+    return this.#transaction(async (client) => {
+      const current = await byId(client, operationId, true);
+      if (current === undefined) return undefined;
+      if (current.status !== 'accepted' && current.status !== 'running') return current;
+      return update(client, current, { status: 'cancel_requested', cancelRequestedAt: now, updatedAt: now });
+    }, options);
+  }
+
+  async resolve(operationId: string, resolution: Resolution): Promise<OperationRecord | undefined> {
+    return this.#transaction(async (client) => {
+      const current = await byId(client, operationId, true);
+      if (current === undefined) return undefined;
+      if (current.status !== 'outcome_unknown') {
+        throw new IdemError(
+          'invalid_argument',
+          `operation ${operationId} is ${current.status}; only an outcome_unknown operation can be resolved`,
+        );
+      }
+      assertTransition(current.status, resolution.to, 'operator');
+      const succeeded = resolution.to === 'succeeded';
+      return update(client, current, {
+        status: resolution.to,
+        resourceId: succeeded ? resolution.resourceId : current.resourceId,
+        result: succeeded
+          ? { status: 'succeeded', operation_id: operationId, resource_id: resolution.resourceId ?? null }
+          : current.result,
+        error: succeeded
+          ? undefined
+          : {
+              code: 'internal',
+              message: `resolved as failed by ${resolution.by}: ${resolution.reason ?? ''}`.trim(),
+            },
+        dispatched: false,
+        leaseOwner: undefined,
+        leaseExpiresAt: undefined,
+        expiresAt: resolution.expiresAt,
+        resolvedBy: resolution.by,
+        resolvedAt: resolution.now,
+        updatedAt: resolution.now,
+      });
+    }, resolution);
+  }
+
+  async claimOutbox(options: ClaimOptions & { limit: number }): Promise<OutboxMessage[]> {
+    return this.#read(async (client) => {
+      const { rows } = await client.query<OutboxRow>(
+        `UPDATE idem_outbox SET lease_owner = $1, lease_expires_at = $2, attempts = attempts + 1
+         WHERE id IN (SELECT id FROM idem_outbox
+           WHERE dispatched_at IS NULL AND next_attempt_at <= $3 AND (lease_expires_at IS NULL OR lease_expires_at <= $3)
+           ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED)
+         RETURNING *`,
+        [options.workerId, options.now + options.leaseMs, options.now, options.limit],
+      );
+      return rows.map(toOutbox).sort((a, b) => a.id - b.id);
+    });
+  }
+
+  async completeOutbox(id: number, workerId: string, now: number, options: SignalOption = {}): Promise<void> {
+    options.signal?.throwIfAborted();
+    await this.#read((client) =>
+      client.query(
+        'UPDATE idem_outbox SET dispatched_at = $1, lease_owner = NULL, lease_expires_at = NULL WHERE id = $2 AND lease_owner = $3',
+        [now, id, workerId],
+      ),
+    );
+  }
+
+  async retryOutbox(
+    id: number,
+    workerId: string,
+    nextAttemptAt: number,
+    error: string,
+    options: SignalOption = {},
+  ): Promise<void> {
+    options.signal?.throwIfAborted();
+    await this.#read((client) =>
+      client.query(
+        `UPDATE idem_outbox SET next_attempt_at = $1, last_error = $2, lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = $3 AND lease_owner = $4`,
+        [nextAttemptAt, error.slice(0, 500), id, workerId],
+      ),
+    );
+  }
+
+  /** The pool is the caller's: closing the store does not end it. */
+  async close(): Promise<void> {}
+
+  /** One statement (or a few) outside an explicit transaction, on a pooled client. */
+  async #read<T>(body: (client: PgClient) => Promise<T>): Promise<T> {
+    let client: PgClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw translatePgError(error);
+    }
+    try {
+      const value = await body(client);
+      client.release();
+      return value;
+    } catch (error) {
+      client.release(isConnectionLoss(error) ? (error as Error) : undefined);
+      throw translatePgError(error);
+    }
+  }
+
+  /**
+   * Runs `body` in one transaction with `lock_timeout`, re-running it after a serialization failure
+   * or deadlock (bounded, with backoff). A connection lost during COMMIT is `outcome_unknown`
+   * (retryable: the retry finds the committed record or nothing); lost before it, `busy`.
+   */
+  async #transaction<T>(
+    body: (client: PgClient) => Promise<T>,
+    options: SignalOption & { commitFaults?: boolean } = {},
+  ): Promise<T> {
+    for (let attempt = 0; ; attempt += 1) {
+      options.signal?.throwIfAborted();
+      let client: PgClient;
+      try {
+        client = await this.#pool.connect();
+      } catch (error) {
+        throw translatePgError(error);
+      }
+      let committing = false;
+      try {
+        await client.query('BEGIN');
+        await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(this.#lockTimeoutMs))}`);
+        const value = await body(client);
+        if (options.commitFaults) this.faults.hit('before_commit');
+        committing = true;
+        await client.query('COMMIT');
+        client.release();
+        if (options.commitFaults) this.#afterCommit();
+        return value;
+      } catch (error) {
+        if (committing && !isConnectionLoss(error) && isIdemErrorLike(error)) throw error; // after_commit fault
+        const lost = isConnectionLoss(error);
+        if (!committing && !lost) await client.query('ROLLBACK').catch(() => undefined);
+        client.release(lost ? (error as Error) : undefined);
+        if (!committing && isRetryableInAdapter(error) && attempt < this.#maxRetries) {
+          await this.#clock.sleep(Math.min(200, 2 * 2 ** attempt) * (0.5 + Math.random() / 2), options);
+          continue;
+        }
+        throw translatePgError(error, { duringCommit: committing });
+      }
+    }
+  }
+
+  #afterCommit(): void {
+    try {
+      this.faults.hit('after_commit');
+    } catch (cause) {
+      throw new IdemError('outcome_unknown', 'the transaction committed but the call did not complete', {
+        cause,
+        retryable: true,
+        nextAction: 'Retry with the same idempotency_key and arguments to get the recorded result.',
+      });
+    }
+  }
+}
+
+function isIdemErrorLike(error: unknown): boolean {
+  return (error as { name?: unknown } | null)?.name === 'IdemError';
+}
+
+/** A 64-bit advisory lock key per identity (a collision only serializes two unrelated calls). */
+function identityLockKey(identity: OperationIdentity): string {
+  return createHash('sha256')
+    .update(JSON.stringify(identityParams(identity)))
+    .digest()
+    .readBigInt64BE(0)
+    .toString();
+}
+
+async function find(client: PgClient, identity: OperationIdentity): Promise<Existing | undefined> {
+  const params = identityParams(identity);
+  const operation = await client.query<OperationRow>(
+    `SELECT * FROM idem_operations WHERE ${IDENTITY_WHERE}`,
+    params,
+  );
+  if (operation.rows[0] !== undefined) return { kind: 'receipt', receipt: toRecord(operation.rows[0]) };
+  const tomb = await client.query<{ fingerprint: string; receipt_expired_at: string; expires_at: string }>(
+    `SELECT fingerprint, receipt_expired_at, expires_at FROM idem_tombstones WHERE ${IDENTITY_WHERE}`,
+    params,
+  );
+  const row = tomb.rows[0];
+  if (row === undefined) return undefined;
+  return {
+    kind: 'tombstone',
+    tombstone: {
+      identity,
+      fingerprint: row.fingerprint,
+      receiptExpiredAt: Number(row.receipt_expired_at),
+      expiresAt: Number(row.expires_at),
+    },
+  };
+}
+
+async function byId(
+  client: PgClient,
+  operationId: string,
+  forUpdate = false,
+): Promise<OperationRecord | undefined> {
+  const { rows } = await client.query<OperationRow>(
+    `SELECT * FROM idem_operations WHERE operation_id = $1${forUpdate ? ' FOR UPDATE' : ''}`,
+    [operationId],
+  );
+  return rows[0] === undefined ? undefined : toRecord(rows[0]);
+}
+
+/** Fencing: only the owner of an unexpired lease may change an operation. */
+function holdsLease(
+  record: OperationRecord | undefined,
+  workerId: string,
+  now: number,
+): record is OperationRecord {
+  return (
+    record !== undefined &&
+    record.leaseOwner === workerId &&
+    record.leaseExpiresAt !== undefined &&
+    record.leaseExpiresAt > now
+  );
+}
+
+/** Writes the mutable columns of `current` changed by `next` (inside a transaction). */
+async function update(
+  client: PgClient,
+  current: OperationRecord,
+  next: Partial<Omit<OperationRecord, 'operationId' | 'identity'>> & { nextAttemptAt?: number | undefined },
+): Promise<OperationRecord> {
+  const has = (key: string) => Object.prototype.hasOwnProperty.call(next, key);
+  const pick = <K extends keyof OperationRecord>(key: K): OperationRecord[K] =>
+    (has(key) ? (next as OperationRecord)[key] : current[key]) as OperationRecord[K];
+  const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
+  const { rows } = await client.query<OperationRow>(
+    `UPDATE idem_operations SET status = $1, resource_id = $2, result_json = $3, error_json = $4, expires_at = $5,
+       dispatched = $6, next_attempt_at = $7, lease_owner = $8, lease_expires_at = $9, updated_at = $10,
+       attempt_count = $11, cancel_requested_at = $12, resolved_by = $13, resolved_at = $14
+     WHERE operation_id = $15 RETURNING *`,
+    [
+      pick('status'),
+      pick('resourceId') ?? null,
+      json(pick('result')),
+      json(pick('error')),
+      pick('expiresAt') ?? null,
+      pick('dispatched') === true,
+      next.nextAttemptAt ?? null,
+      pick('leaseOwner') ?? null,
+      pick('leaseExpiresAt') ?? null,
+      pick('updatedAt'),
+      pick('attemptCount'),
+      pick('cancelRequestedAt') ?? null,
+      pick('resolvedBy') ?? null,
+      pick('resolvedAt') ?? null,
+      current.operationId,
+    ],
+  );
+  return toRecord(rows[0] as OperationRow);
+}
