@@ -4,6 +4,7 @@ import { CliError } from './cli-error.js';
 import { providerCommand } from '../provider/provider-command.js';
 import { opsCommand } from './ops-command.js';
 import { workerCommand } from './worker-command.js';
+import { migrateCommand } from './migrate-command.js';
 import { serveCommand } from './serve-command.js';
 import { sweepCommand } from './sweep-command.js';
 
@@ -12,6 +13,7 @@ const HELP = `Usage: idem <command> [options]
 Commands:
   serve              run the reference MCP server (HTTP on 127.0.0.1:3000, or --stdio)
   ops list|show|resolve  inspect operations; settle an outcome_unknown one
+  migrate            create or upgrade the database tables (SQLite or PostgreSQL)
   sweep              expire old receipts into tombstones, delete old tombstones
   worker             run the durable-operation worker and outbox dispatcher alone
   provider           run the demo deployment provider (loopback HTTP) used for external effects
@@ -28,6 +30,8 @@ async function main(argv: string[]): Promise<void> {
       return opsCommand(rest, out);
     case 'sweep':
       return sweepCommand(rest, out);
+    case 'migrate':
+      return migrateCommand(rest, out);
     case 'worker':
       return workerCommand(rest);
     case 'provider':

@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util';
-import { openSqlite } from '../adapters/sqlite/open-sqlite.js';
-import { SqliteStore } from '../adapters/sqlite/sqlite-store.js';
 import type { Receipt } from '../core/receipt.js';
 import { operationView } from '../server/reference-tools.js';
 import { CliError } from './cli-error.js';
-import { durationOption, existingDb, intOption } from './options.js';
+import { durationOption, intOption } from './options.js';
+import { DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
+import type { Store } from '../store/store.js';
 import { systemClock } from '../core/clock.js';
 import { isIdemError } from '../core/errors.js';
 import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
@@ -14,7 +14,7 @@ export const OPS_HELP = `Usage: idem ops list [--status S] [--limit N] [--db PAT
        idem ops resolve <operation_id> --succeeded --resource-id R [--by NAME] [--db PATH]
        idem ops resolve <operation_id> --failed --reason TEXT [--by NAME] [--db PATH]
 
-Inspects and settles recorded operations in a SQLite database (default ./idem.sqlite).
+Inspects and settles recorded operations (--db: SQLite file, default ./idem.sqlite, or postgres:// URL).
   list     newest first, one line each: id, status, tool, principal, workspace, resource, created
   show     one operation as JSON: identity, state, result or error, next action, and its attempts
   resolve  settle an outcome_unknown operation after checking the provider by hand; records who
@@ -31,7 +31,7 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
   const { values, positionals } = parseArgs({
     args: rest,
     options: {
-      db: { type: 'string', default: './idem.sqlite' },
+      ...DATABASE_OPTIONS,
       status: { type: 'string' },
       limit: { type: 'string', default: '100' },
       json: { type: 'boolean', default: false },
@@ -50,8 +50,15 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
   if (sub !== 'list' && sub !== 'show' && sub !== 'resolve') {
     throw new CliError(`idem ops: unknown subcommand ${JSON.stringify(sub)}`, 2);
   }
-  if (sub === 'resolve') return resolveCommand(values, positionals, out);
-  const store = new SqliteStore(openSqlite(existingDb(values.db)));
+  const opened = await openStore(databaseSpec(values));
+  const { store } = opened;
+  if (sub === 'resolve') {
+    try {
+      return await resolveCommand(store, values, positionals, out);
+    } finally {
+      await opened.close();
+    }
+  }
   try {
     if (sub === 'show') {
       const id = positionals[0];
@@ -80,7 +87,7 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
     ]);
     out(table(['OPERATION', 'STATUS', 'TOOL', 'PRINCIPAL', 'WORKSPACE', 'RESOURCE', 'CREATED'], rows));
   } finally {
-    await store.close();
+    await opened.close();
   }
 }
 
@@ -103,8 +110,8 @@ function table(header: string[], rows: string[][]): string {
 }
 
 async function resolveCommand(
+  store: Store<unknown>,
   values: {
-    db: string;
     succeeded: boolean;
     failed: boolean;
     'resource-id'?: string;
@@ -125,8 +132,7 @@ async function resolveCommand(
   const retentionMs =
     values.retention === undefined ? DEFAULT_RETENTION_MS : durationOption('--retention', values.retention);
   const by = values.by ?? process.env.USER ?? 'operator';
-  const store = new SqliteStore(openSqlite(existingDb(values.db)));
-  try {
+  {
     const now = systemClock.now();
     let record;
     try {
@@ -144,7 +150,5 @@ async function resolveCommand(
     }
     if (record === undefined) throw new CliError(`no operation ${id}`);
     out(`${JSON.stringify(showView(record), null, 2)}\n`);
-  } finally {
-    await store.close();
   }
 }

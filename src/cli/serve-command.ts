@@ -8,6 +8,9 @@ import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
 import { jsonLogger } from '../log/json-logger.js';
 import { startHttpServer } from '../server/http-server.js';
 import { DEFAULT_TOMBSTONE_TTL_MS, ReferenceApp } from '../server/reference-app.js';
+import { PostgresReferenceApp } from '../server/postgres-reference-app.js';
+import type { ServerApp } from '../server/server-app.js';
+import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec } from './database-options.js';
 import { serveStdio } from '../server/stdio-server.js';
 import { startSweeper } from '../server/sweeper.js';
 import { TokenRegistry, type Grant } from '../server/token-registry.js';
@@ -16,10 +19,12 @@ import { durationOption, intOption } from './options.js';
 
 export const SERVE_HELP = `Usage: idem serve [options]
 
-Runs the reference MCP server (create_note, get_note, list_notes, get_operation) on SQLite.
+Runs the reference MCP server (create_note, get_note, list_notes, start_deployment, get_operation,
+cancel_operation) on SQLite (default) or PostgreSQL (several instances may share one database).
 
 Options:
-  --db PATH                  SQLite file (default ./idem.sqlite, created if missing)
+${DATABASE_HELP}
+  --no-migrate               do not create or upgrade tables on start (see idem migrate)
   --port N                   HTTP port (default 3000); the endpoint is http://HOST:PORT/mcp
   --host HOST                HTTP interface (default 127.0.0.1)
   --stdio                    speak MCP on stdin/stdout instead of HTTP
@@ -45,7 +50,8 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     options: {
-      db: { type: 'string', default: './idem.sqlite' },
+      ...DATABASE_OPTIONS,
+      'no-migrate': { type: 'boolean', default: false },
       port: { type: 'string', default: '3000' },
       host: { type: 'string', default: '127.0.0.1' },
       stdio: { type: 'boolean', default: false },
@@ -74,6 +80,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
     throw new CliError('--synchronous must be FULL or NORMAL', 2);
   // Every flag is checked before anything is opened or created.
   const port = intOption('--port', values.port, 0, 65_535);
+  const database = databaseSpec(values);
   const retentionMs =
     values.retention === undefined ? DEFAULT_RETENTION_MS : durationOption('--retention', values.retention);
   const tombstoneTtlMs =
@@ -100,19 +107,26 @@ export async function serveCommand(argv: string[]): Promise<void> {
   if (embedded !== undefined)
     logger.info('idem.embedded_provider', { url: embedded.url, mode: work.providerMode });
   const providerUrl = work.providerUrl ?? (embedded as RunningProvider).url;
-  const app = new ReferenceApp({
-    dbPath: values.db,
+  const common = {
     registry: registry ?? TokenRegistry.fixed(devGrant as Grant),
     logger,
     faults,
     retentionMs,
     tombstoneTtlMs,
     lockTimeoutMs,
-    synchronous,
     providerUrl,
     deploymentPolicy: work.policy,
     inFlightWaitMs,
-  });
+  };
+  const app: ServerApp =
+    database.kind === 'sqlite'
+      ? new ReferenceApp({ ...common, dbPath: database.path, synchronous })
+      : await PostgresReferenceApp.open({
+          ...common,
+          url: database.url,
+          pool: database.pool,
+          migrate: !values['no-migrate'],
+        });
   const stopWork = values['no-worker']
     ? async () => undefined
     : startBackgroundWork({
@@ -151,7 +165,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
         throw new CliError('with --stdio and --tokens, set IDEM_TOKEN to one of the tokens');
     }
     close = await serveStdio(app, grant as Grant);
-    logger.info('idem.serving', { transport: 'stdio', db: values.db });
+    logger.info('idem.serving', { transport: 'stdio', db: database.label });
   } else {
     const http = await startHttpServer(app, {
       host: values.host,
@@ -159,7 +173,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
       ...(devGrant === undefined ? {} : { devGrant }),
     });
     close = http.close;
-    logger.info('idem.serving', { transport: 'http', url: http.url, db: values.db });
+    logger.info('idem.serving', { transport: 'http', url: http.url, db: database.label });
   }
 
   const shutdown = async (signal: string) => {

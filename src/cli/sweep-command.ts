@@ -1,11 +1,10 @@
 import { parseArgs } from 'node:util';
-import { openSqlite } from '../adapters/sqlite/open-sqlite.js';
-import { SqliteStore } from '../adapters/sqlite/sqlite-store.js';
 import { systemClock } from '../core/clock.js';
 import { DEFAULT_TOMBSTONE_TTL_MS } from '../server/reference-app.js';
-import { durationOption, existingDb, intOption } from './options.js';
+import { durationOption, intOption } from './options.js';
+import { DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
 
-export const SWEEP_HELP = `Usage: idem sweep [--db PATH] [--tombstone-retention DUR] [--batch-size N]
+export const SWEEP_HELP = `Usage: idem sweep [--db PATH|URL] [--tombstone-retention DUR] [--batch-size N]
 
 Turns receipts past their retention into tombstones (which refuse late retries with key_expired)
 and deletes tombstones past their own life (default 30d), in batches of N rows (default 500), each
@@ -15,7 +14,7 @@ export async function sweepCommand(argv: string[], out: (text: string) => void):
   const { values } = parseArgs({
     args: argv,
     options: {
-      db: { type: 'string', default: './idem.sqlite' },
+      ...DATABASE_OPTIONS,
       'tombstone-retention': { type: 'string' },
       'batch-size': { type: 'string', default: '500' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -28,13 +27,14 @@ export async function sweepCommand(argv: string[], out: (text: string) => void):
     values['tombstone-retention'] === undefined
       ? DEFAULT_TOMBSTONE_TTL_MS
       : durationOption('--tombstone-retention', values['tombstone-retention']);
-  const store = new SqliteStore(openSqlite(existingDb(values.db)));
+  const opened = await openStore(databaseSpec(values));
+  const { store } = opened;
   try {
     const result = await store.sweep({ now: systemClock.now(), tombstoneTtlMs, batchSize });
     out(
       `${JSON.stringify({ tombstoned: result.tombstoned, tombstones_deleted: result.tombstonesDeleted, batches: result.batches })}\n`,
     );
   } finally {
-    await store.close();
+    await opened.close();
   }
 }

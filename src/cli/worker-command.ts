@@ -1,6 +1,4 @@
 import { parseArgs } from 'node:util';
-import { openSqlite } from '../adapters/sqlite/open-sqlite.js';
-import { SqliteStore } from '../adapters/sqlite/sqlite-store.js';
 import { systemClock } from '../core/clock.js';
 import { FaultPoints } from '../core/fault-points.js';
 import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
@@ -8,7 +6,8 @@ import { jsonLogger } from '../log/json-logger.js';
 import { startBackgroundWork } from '../server/background-work.js';
 import { CliError } from './cli-error.js';
 import { armTestFaults } from './test-faults.js';
-import { durationOption, existingDb } from './options.js';
+import { durationOption } from './options.js';
+import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
 import { WORK_HELP, WORK_OPTIONS, workSettings } from './work-options.js';
 
 export const WORKER_HELP = `Usage: idem worker --provider-url URL [options]
@@ -18,7 +17,7 @@ or more \`idem serve --no-worker\` processes. Several workers may run at once: l
 operation with one worker, and a crashed worker's operations are taken over when its lease expires.
 
 Options:
-  --db PATH                  SQLite file (default ./idem.sqlite; must exist)
+${DATABASE_HELP}
   --retention DUR            how long final records replay (default 24h)
 ${WORK_HELP}
   -h, --help                 show this help`;
@@ -27,7 +26,7 @@ export async function workerCommand(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     options: {
-      db: { type: 'string', default: './idem.sqlite' },
+      ...DATABASE_OPTIONS,
       retention: { type: 'string' },
       ...WORK_OPTIONS,
       help: { type: 'boolean', short: 'h', default: false },
@@ -45,7 +44,8 @@ export async function workerCommand(argv: string[]): Promise<void> {
   const logger = jsonLogger();
   const faults = new FaultPoints();
   armTestFaults(faults, logger);
-  const store = new SqliteStore(openSqlite(existingDb(values.db)), { faults });
+  const opened = await openStore(databaseSpec(values), { faults, logger });
+  const { store } = opened;
   const stop = startBackgroundWork({
     store,
     providerUrl: settings.providerUrl,
@@ -57,11 +57,14 @@ export async function workerCommand(argv: string[]): Promise<void> {
     leaseMs: settings.leaseMs,
     pollIntervalMs: settings.pollIntervalMs,
   });
-  logger.info('idem.worker_started', { db: values.db, provider_mode: settings.providerMode });
+  logger.info('idem.worker_started', {
+    db: databaseSpec(values).label,
+    provider_mode: settings.providerMode,
+  });
   const shutdown = async (signal: string) => {
     logger.info('idem.stopping', { signal });
     await stop();
-    await store.close();
+    await opened.close();
     process.exit(0);
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));

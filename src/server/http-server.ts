@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { ReferenceApp } from './reference-app.js';
+import type { ServerApp } from './server-app.js';
 import type { Grant } from './token-registry.js';
 
 export interface HttpServerOptions {
@@ -30,7 +30,7 @@ export function isLoopback(host: string): boolean {
  * instance can answer any request. Authentication happens here, before MCP sees the request.
  */
 export async function startHttpServer(
-  app: ReferenceApp,
+  app: ServerApp,
   options: HttpServerOptions,
 ): Promise<RunningHttpServer> {
   if (options.devGrant !== undefined && !isLoopback(options.host)) {
@@ -65,7 +65,7 @@ export async function startHttpServer(
 }
 
 async function handle(
-  app: ReferenceApp,
+  app: ServerApp,
   options: HttpServerOptions,
   maxBody: number,
   req: IncomingMessage,
@@ -113,7 +113,7 @@ async function handle(
   await transport.handleRequest(Object.assign(req, { auth }), res, body);
 }
 
-function authenticate(app: ReferenceApp, req: IncomingMessage): Grant | undefined {
+function authenticate(app: ServerApp, req: IncomingMessage): Grant | undefined {
   const header = req.headers.authorization;
   if (header === undefined) return undefined;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);

@@ -2,12 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { SqliteDatabase, SqliteStatement } from '../adapters/sqlite/sqlite-database.js';
 import type { Clock } from '../core/clock.js';
 import type { EffectResult } from '../store/store.js';
+import type { Note, NotesRepository } from './notes-repository.js';
 
-export interface Note {
-  note_id: string;
-  body: string;
-  created_at: string;
-}
+export type { Note } from './notes-repository.js';
 
 interface NoteRow {
   note_id: string;
@@ -19,7 +16,7 @@ interface NoteRow {
  * The reference server's application: notes in a workspace, stored with the application's own
  * SQL on the same database as Idem's receipts, so that a note and its receipt commit together.
  */
-export class NotesApp {
+export class NotesApp implements NotesRepository<SqliteDatabase> {
   readonly #db: SqliteDatabase;
   readonly #clock: Clock;
   readonly #insert: SqliteStatement;

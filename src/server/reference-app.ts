@@ -10,6 +10,7 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js'
 import { NotesApp } from './notes-app.js';
 import { registerReferenceTools } from './reference-tools.js';
 import type { TokenRegistry } from './token-registry.js';
+import type { ServerApp } from './server-app.js';
 
 export const DEFAULT_TOMBSTONE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 
@@ -34,7 +35,7 @@ export interface ReferenceAppOptions {
 export const SERVER_INFO = { name: 'idem-reference', version: '0.1.0' };
 
 /** The reference server's state: one database, one store, one executor, the notes application. */
-export class ReferenceApp {
+export class ReferenceApp implements ServerApp {
   readonly db: SqliteDatabase;
   readonly store: SqliteStore;
   readonly executor: Executor<SqliteDatabase>;

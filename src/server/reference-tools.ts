@@ -1,6 +1,5 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import type { SqliteDatabase } from '../adapters/sqlite/sqlite-database.js';
 import { IdemError } from '../core/errors.js';
 import type { JsonObject, JsonValue } from '../core/json.js';
 import type { Clock } from '../core/clock.js';
@@ -9,17 +8,18 @@ import type { RetryPolicy } from '../core/retry-policy.js';
 import { outcomeOf } from '../executor/call-outcome.js';
 import { errorContent } from '../mcp/tool-result.js';
 import type { Executor } from '../executor/executor.js';
+import type { EffectResult } from '../store/store.js';
 import {
   registerDurableTool,
   registerIdempotentTool,
   workspaceField,
 } from '../mcp/register-idempotent-tool.js';
 import { registerReadTool } from '../mcp/register-read-tool.js';
-import type { NotesApp } from './notes-app.js';
+import type { NotesRepository } from './notes-repository.js';
 
-export interface ReferenceToolsOptions {
-  executor: Executor<SqliteDatabase>;
-  notes: NotesApp;
+export interface ReferenceToolsOptions<App> {
+  executor: Executor<App>;
+  notes: NotesRepository<App>;
   clock: Clock;
   /** Whether `principal` holds `workspace`; the same check the executor's authorize runs. */
   holds(principal: string, workspace: string): boolean;
@@ -33,7 +33,7 @@ export interface ReferenceToolsOptions {
 const noteShape = { note_id: z.string(), body: z.string(), created_at: z.string() };
 
 /** Registers create_note, get_note, list_notes, start_deployment, get_operation and cancel_operation. */
-export function registerReferenceTools(server: McpServer, options: ReferenceToolsOptions): void {
+export function registerReferenceTools<App>(server: McpServer, options: ReferenceToolsOptions<App>): void {
   const { executor, notes, holds, clock } = options;
   const requireWorkspace = (principal: string, workspace: string) => {
     if (!holds(principal, workspace)) {
@@ -52,20 +52,23 @@ export function registerReferenceTools(server: McpServer, options: ReferenceTool
       notify: z.boolean().default(false).describe('Send a webhook about the new note (default false).'),
     },
     retentionMs: options.retentionMs,
-    effect: (db, args, context) => {
-      const result = notes.insert(db, args.workspace, args.body, context.operationId);
-      if (args.notify) {
-        if (options.webhookUrl === undefined) {
-          throw new IdemError('invalid_argument', 'notify needs a webhook receiver; this server has none');
-        }
+    // Synchronous on SQLite (the whole transaction runs in one tick), awaited on PostgreSQL.
+    effect: (app, args, context) => {
+      if (args.notify && options.webhookUrl === undefined) {
+        throw new IdemError('invalid_argument', 'notify needs a webhook receiver; this server has none');
+      }
+      const announce = (result: EffectResult): EffectResult | Promise<EffectResult> => {
+        if (!args.notify || options.webhookUrl === undefined) return result;
         // Committed with the note, sent after: the receiver deduplicates on the key.
-        context.enqueue({
+        const queued = context.enqueue({
           destination: options.webhookUrl,
           dedupKey: `note-created:${context.operationId}`,
           payload: { event: 'note.created', note_id: result.resource_id, workspace: args.workspace },
         });
-      }
-      return result;
+        return queued === undefined ? result : queued.then(() => result);
+      };
+      const inserted = notes.insert(app, args.workspace, args.body, context.operationId);
+      return inserted instanceof Promise ? inserted.then(announce) : announce(inserted);
     },
   });
 
@@ -113,7 +116,7 @@ export function registerReferenceTools(server: McpServer, options: ReferenceTool
     outputShape: noteShape,
     handler: async (args, principal) => {
       requireWorkspace(principal, args.workspace);
-      const note = notes.get(args.workspace, args.note_id);
+      const note = await notes.get(args.workspace, args.note_id);
       if (note === undefined) throw new IdemError('not_found', 'no such note in this workspace');
       return { ...note };
     },
@@ -126,7 +129,7 @@ export function registerReferenceTools(server: McpServer, options: ReferenceTool
     outputShape: { notes: z.array(z.object(noteShape)) },
     handler: async (args, principal) => {
       requireWorkspace(principal, args.workspace);
-      return { notes: notes.list(args.workspace).map((note) => ({ ...note })) };
+      return { notes: (await notes.list(args.workspace)).map((note) => ({ ...note })) };
     },
   });
 

@@ -1,6 +1,6 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { attachAuthInfo, principalAuthInfo } from '../mcp/attach-auth-info.js';
-import type { ReferenceApp } from './reference-app.js';
+import type { ServerApp } from './server-app.js';
 import type { Grant } from './token-registry.js';
 
 /**
@@ -8,7 +8,7 @@ import type { Grant } from './token-registry.js';
  * (logs, errors) goes to stderr. Resolves with a function that closes the server; the process exits
  * when stdin ends.
  */
-export async function serveStdio(app: ReferenceApp, grant: Grant): Promise<() => Promise<void>> {
+export async function serveStdio(app: ServerApp, grant: Grant): Promise<() => Promise<void>> {
   const server = app.createMcpServer();
   const transport = new StdioServerTransport();
   await server.connect(transport);

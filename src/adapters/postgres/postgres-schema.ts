@@ -101,7 +101,6 @@ export async function migratePostgres(pool: PgPool): Promise<number> {
           await client.query(MIGRATIONS[version] as string);
           await client.query('INSERT INTO idem_schema_migrations (version, applied_at) VALUES ($1, $2)', [
             version + 1,
-            // eslint-disable-next-line no-restricted-properties -- a record of when, not logic
             Date.now(),
           ]);
           await client.query('COMMIT');

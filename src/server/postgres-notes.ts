@@ -1,0 +1,70 @@
+import { randomUUID } from 'node:crypto';
+import type { PgClient, PgPool } from '../adapters/postgres/postgres-pool.js';
+import type { Clock } from '../core/clock.js';
+import type { EffectResult } from '../store/store.js';
+import type { Note, NotesRepository } from './notes-repository.js';
+
+interface NoteRow {
+  note_id: string;
+  body: string;
+  created_at: string;
+}
+
+/** The reference notes on PostgreSQL; create_note's effect runs on the store's transaction client. */
+export class PostgresNotes implements NotesRepository<PgClient> {
+  readonly #pool: PgPool;
+  readonly #clock: Clock;
+
+  private constructor(pool: PgPool, clock: Clock) {
+    this.#pool = pool;
+    this.#clock = clock;
+  }
+
+  static async create(pool: PgPool, clock: Clock): Promise<PostgresNotes> {
+    await pool.query(`
+      CREATE TABLE IF NOT EXISTS notes (
+        note_id      TEXT PRIMARY KEY,
+        workspace    TEXT NOT NULL,
+        body         TEXT NOT NULL,
+        created_at   BIGINT NOT NULL,
+        operation_id TEXT NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS notes_workspace ON notes (workspace, created_at);
+    `);
+    return new PostgresNotes(pool, clock);
+  }
+
+  async insert(
+    client: PgClient,
+    workspace: string,
+    body: string,
+    operationId: string,
+  ): Promise<EffectResult> {
+    const noteId = `note_${randomUUID().replaceAll('-', '')}`;
+    await client.query(
+      'INSERT INTO notes (note_id, workspace, body, created_at, operation_id) VALUES ($1, $2, $3, $4, $5)',
+      [noteId, workspace, body, this.#clock.now(), operationId],
+    );
+    return { resource_id: noteId, note_id: noteId };
+  }
+
+  async get(workspace: string, noteId: string): Promise<Note | undefined> {
+    const { rows } = await this.#pool.query<NoteRow>(
+      'SELECT note_id, body, created_at FROM notes WHERE workspace = $1 AND note_id = $2',
+      [workspace, noteId],
+    );
+    return rows[0] === undefined ? undefined : toNote(rows[0]);
+  }
+
+  async list(workspace: string, limit = 1000): Promise<Note[]> {
+    const { rows } = await this.#pool.query<NoteRow>(
+      'SELECT note_id, body, created_at FROM notes WHERE workspace = $1 ORDER BY created_at, note_id LIMIT $2',
+      [workspace, limit],
+    );
+    return rows.map(toNote);
+  }
+}
+
+function toNote(row: NoteRow): Note {
+  return { note_id: row.note_id, body: row.body, created_at: new Date(Number(row.created_at)).toISOString() };
+}

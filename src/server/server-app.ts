@@ -1,0 +1,21 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { RetryPolicy } from '../core/retry-policy.js';
+import type { Store } from '../store/store.js';
+import type { TokenRegistry } from './token-registry.js';
+
+/** What the transports and the CLI need of a reference server, whatever its engine. */
+export interface ServerApp {
+  readonly store: Store<unknown>;
+  readonly registry: TokenRegistry;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly retentionMs: number;
+  readonly tombstoneTtlMs: number;
+  readonly providerUrl: string | undefined;
+  readonly deploymentPolicy: RetryPolicy;
+  /** A new McpServer with the reference tools (one per HTTP request, or one for stdio). */
+  createMcpServer(): McpServer;
+  close(): Promise<void>;
+}
