@@ -8,6 +8,8 @@ export const RESULT_STATUSES = [
   'succeeded',
   'accepted',
   'running',
+  'cancel_requested',
+  'cancelled',
   'rejected',
   'failed',
   'outcome_unknown',
