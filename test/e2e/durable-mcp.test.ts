@@ -1,0 +1,90 @@
+import { join } from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Worker } from '../../src/operations/worker.js';
+import type { DurableHandler } from '../../src/operations/durable-handler.js';
+import { ReferenceApp } from '../../src/server/reference-app.js';
+import { TokenRegistry } from '../../src/server/token-registry.js';
+import { cleanup, closeQuietly, connectInMemory, makeTempDir } from '../helpers/mcp-fixtures.js';
+
+// Every state a durable operation can be replayed in must fit the tool's declared output schema:
+// the SDK client validates structuredContent against it and throws otherwise.
+
+let app: ReferenceApp;
+let client: Client;
+
+beforeEach(async () => {
+  app = new ReferenceApp({
+    dbPath: join(makeTempDir('idem-durable-mcp-'), 'db.sqlite'),
+    registry: TokenRegistry.fixed({ principal: 'p', workspaces: ['default'] }),
+    providerUrl: 'http://127.0.0.1:9',
+    inFlightWaitMs: 0,
+  });
+  client = await connectInMemory(app, 'p');
+});
+
+afterEach(async () => {
+  await closeQuietly(client);
+  await app.close();
+  await cleanup();
+});
+
+const args = { idempotency_key: 'deploy-1', workspace: 'default', service: 'api', version: '2.0.0' };
+
+async function start() {
+  const result = await client.callTool({ name: 'start_deployment', arguments: args });
+  return { isError: result.isError === true, content: result.structuredContent as Record<string, unknown> };
+}
+
+/** A handler that must never be reached: these tests settle operations without dispatching. */
+const unreachable: DurableHandler = {
+  mode: 'key',
+  dispatch: () => {
+    throw new Error('dispatch must not be called');
+  },
+  reconcile: () => {
+    throw new Error('reconcile must not be called');
+  },
+  nextAction: () => 'none',
+} as unknown as DurableHandler;
+
+describe('start_deployment replays in every state through a real MCP client', () => {
+  it('accepted, then running (in_progress), then cancelled after a cancel before dispatch', async () => {
+    const first = await start();
+    expect(first).toMatchObject({ isError: false, content: { status: 'accepted', replayed: false } });
+    const operationId = first.content.operation_id as string;
+
+    const again = await start();
+    expect(again).toMatchObject({
+      isError: true,
+      content: {
+        status: 'running',
+        operation_id: operationId,
+        error: { code: 'in_progress', retryable: true },
+      },
+    });
+
+    const cancel = await client.callTool({
+      name: 'cancel_operation',
+      arguments: { operation_id: operationId },
+    });
+    expect(cancel.structuredContent).toMatchObject({ status: 'cancel_requested', cancel: 'requested' });
+
+    const worker = new Worker({ store: app.store, handlers: { start_deployment: unreachable } });
+    expect(await worker.runOnce()).toBe(true);
+
+    const replay = await start();
+    expect(replay).toMatchObject({
+      isError: false,
+      content: { status: 'cancelled', operation_id: operationId, replayed: true },
+    });
+    const view = await client.callTool({ name: 'get_operation', arguments: { operation_id: operationId } });
+    expect(view.structuredContent).toMatchObject({ status: 'cancelled', attempts: 0 });
+
+    const late = await client.callTool({
+      name: 'cancel_operation',
+      arguments: { operation_id: operationId },
+    });
+    expect(late.structuredContent).toMatchObject({ status: 'cancelled', cancel: 'already_final' });
+  });
+});
