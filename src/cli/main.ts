@@ -63,5 +63,6 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     message = (error as Error)?.message ?? String(error);
   }
   process.stderr.write(`idem: ${message}\n`);
-  process.exitCode = code;
+  // Exit now: a half-started server may hold timers or sockets (an embedded provider) open.
+  process.exit(code);
 });

@@ -4,6 +4,8 @@ import type { Clock } from '../core/clock.js';
 import type { EffectResult } from '../store/store.js';
 import type { Note, NotesRepository } from './notes-repository.js';
 
+const NOTES_SCHEMA_LOCK = 7_346_219_005;
+
 interface NoteRow {
   note_id: string;
   body: string;
@@ -21,7 +23,12 @@ export class PostgresNotes implements NotesRepository<PgClient> {
   }
 
   static async create(pool: PgPool, clock: Clock): Promise<PostgresNotes> {
-    await pool.query(`
+    // Several instances may start at once on an empty schema: create the table under a lock.
+    const client = await pool.connect();
+    try {
+      await client.query('SELECT pg_advisory_lock($1)', [NOTES_SCHEMA_LOCK]);
+      try {
+        await client.query(`
       CREATE TABLE IF NOT EXISTS notes (
         note_id      TEXT PRIMARY KEY,
         workspace    TEXT NOT NULL,
@@ -31,6 +38,12 @@ export class PostgresNotes implements NotesRepository<PgClient> {
       );
       CREATE INDEX IF NOT EXISTS notes_workspace ON notes (workspace, created_at);
     `);
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1)', [NOTES_SCHEMA_LOCK]);
+      }
+    } finally {
+      client.release();
+    }
     return new PostgresNotes(pool, clock);
   }
 

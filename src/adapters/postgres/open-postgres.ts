@@ -36,6 +36,14 @@ export async function openPostgres(url: string, options: OpenPostgresOptions = {
   pool.on('error', (error: Error & { code?: string }) => {
     options.logger?.warn('postgres.idle_client_error', { code: error.code ?? 'connection_lost' });
   });
+  // A connection killed between two statements of a checked-out client emits 'error' on the client,
+  // where the pool does not listen: without this the process would crash. The next statement then
+  // fails as "not queryable", which the store reports as a retryable loss.
+  pool.on('connect', (client: pg.PoolClient) => {
+    client.on('error', (error: Error & { code?: string }) => {
+      options.logger?.warn('postgres.client_error', { code: error.code ?? 'connection_lost' });
+    });
+  });
   if (options.schema !== undefined) {
     await pool.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`);
   }

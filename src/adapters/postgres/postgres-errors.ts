@@ -35,6 +35,15 @@ export function isConnectionLoss(error: unknown): boolean {
   );
 }
 
+/** A connection could not be opened at all: nothing was done. */
+export function translateConnectError(error: unknown): IdemError {
+  if (isIdemError(error)) return error;
+  return new IdemError('busy', 'cannot connect to the database; nothing was done', {
+    retryAfterMs: 1000,
+    cause: error,
+  });
+}
+
 /**
  * Translates a driver error into Idem's closed set; IdemErrors pass through unchanged.
  * `duringCommit`: the error came from COMMIT itself, so the outcome is not known.

@@ -32,7 +32,12 @@ import {
   type OperationRow,
   type OutboxRow,
 } from '../operation-rows.js';
-import { isConnectionLoss, isRetryableInAdapter, translatePgError } from './postgres-errors.js';
+import {
+  isConnectionLoss,
+  isRetryableInAdapter,
+  translateConnectError,
+  translatePgError,
+} from './postgres-errors.js';
 import type { PgClient, PgPool } from './postgres-pool.js';
 import { migratePostgres } from './postgres-schema.js';
 
@@ -389,7 +394,7 @@ export class PostgresStore implements Store<PgClient> {
     try {
       client = await this.#pool.connect();
     } catch (error) {
-      throw translatePgError(error);
+      throw translateConnectError(error);
     }
     try {
       const value = await body(client);
@@ -416,7 +421,7 @@ export class PostgresStore implements Store<PgClient> {
       try {
         client = await this.#pool.connect();
       } catch (error) {
-        throw translatePgError(error);
+        throw translateConnectError(error);
       }
       let committing = false;
       try {
