@@ -5,6 +5,7 @@ import { providerCommand } from '../provider/provider-command.js';
 import { opsCommand } from './ops-command.js';
 import { workerCommand } from './worker-command.js';
 import { migrateCommand } from './migrate-command.js';
+import { checkCommand } from './check-command.js';
 import { serveCommand } from './serve-command.js';
 import { sweepCommand } from './sweep-command.js';
 
@@ -13,6 +14,7 @@ const HELP = `Usage: idem <command> [options]
 Commands:
   serve              run the reference MCP server (HTTP on 127.0.0.1:3000, or --stdio)
   ops list|show|resolve  inspect operations; settle an outcome_unknown one
+  check              check that a mutating tool of any MCP server keeps the retry contract
   migrate            create or upgrade the database tables (SQLite or PostgreSQL)
   sweep              expire old receipts into tombstones, delete old tombstones
   worker             run the durable-operation worker and outbox dispatcher alone
@@ -30,6 +32,8 @@ async function main(argv: string[]): Promise<void> {
       return opsCommand(rest, out);
     case 'sweep':
       return sweepCommand(rest, out);
+    case 'check':
+      return checkCommand(rest, out);
     case 'migrate':
       return migrateCommand(rest, out);
     case 'worker':
@@ -63,6 +67,7 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     message = (error as Error)?.message ?? String(error);
   }
   process.stderr.write(`idem: ${message}\n`);
-  // Exit now: a half-started server may hold timers or sockets (an embedded provider) open.
-  process.exit(code);
+  process.exitCode = code;
+  // Let stdout drain, but do not hang: a half-started server may hold sockets (an embedded provider) open.
+  setTimeout(() => process.exit(code), 200).unref();
 });

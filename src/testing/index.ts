@@ -1,2 +1,9 @@
 export { FakeClock } from './fake-clock.js';
 export { FaultPoints, type FaultPoint, type FaultAction } from '../core/fault-points.js';
+export {
+  TransportFaults,
+  type TransportFault,
+  type FaultRule,
+  type FaultEvent,
+  type TransportFaultsOptions,
+} from './transport-faults.js';

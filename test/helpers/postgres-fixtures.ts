@@ -5,7 +5,13 @@ import type { PgClient, PgPool } from '../../src/adapters/postgres/postgres-pool
 import { PostgresStore } from '../../src/adapters/postgres/postgres-store.js';
 import { Executor, type IdempotentOperation } from '../../src/executor/executor.js';
 import type { EffectContext, EffectResult } from '../../src/store/store.js';
-import type { NoteArgs, NoteOperationOptions, NoteRow, TestStore, TestStoreOptions } from './store-fixtures.js';
+import type {
+  NoteArgs,
+  NoteOperationOptions,
+  NoteRow,
+  TestStore,
+  TestStoreOptions,
+} from './store-fixtures.js';
 
 /** The PostgreSQL the tests use: the machine's own, trust auth, database `test`. */
 export const POSTGRES_URL = process.env.IDEM_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -34,7 +40,8 @@ export const postgresAvailable: boolean = await (async () => {
   }
 })();
 
-const NOTES_TABLE_SQL = 'CREATE TABLE IF NOT EXISTS notes (note_id TEXT PRIMARY KEY, workspace TEXT, body TEXT)';
+const NOTES_TABLE_SQL =
+  'CREATE TABLE IF NOT EXISTS notes (note_id TEXT PRIMARY KEY, workspace TEXT, body TEXT)';
 
 async function insertNote(client: PgClient, args: NoteArgs, context: EffectContext): Promise<EffectResult> {
   const noteId = `note_${randomUUID()}`;

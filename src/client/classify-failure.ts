@@ -1,0 +1,55 @@
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolError } from './tool-reply.js';
+
+/**
+ * A call that threw instead of answering. `transient`: nothing definite was observed (timeout,
+ * dropped or refused connection, a gateway's 5xx); the action may or may not have happened, and a
+ * retry with the same key is safe. `definitive`: the server or the protocol refused the request
+ * itself (a JSON-RPC error, 401/403/404), so repeating it changes nothing. `closed` says the
+ * connection is gone and must be replaced before the next attempt.
+ */
+export type FailureKind =
+  | { readonly kind: 'transient'; readonly error: ToolError; readonly closed: boolean }
+  | { readonly kind: 'definitive'; readonly error: ToolError };
+
+const RETRYABLE_HTTP = new Set([408, 425, 429, 500, 502, 503, 504, -1]);
+const NETWORK_CODES =
+  /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UND_ERR_\w+)$/;
+
+export function classifyFailure(error: unknown): FailureKind {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof McpError) {
+    if (error.code === ErrorCode.RequestTimeout) {
+      return transient('timeout', 'no answer within the attempt timeout', false);
+    }
+    if (error.code === ErrorCode.ConnectionClosed) return transient('connection_closed', message, true);
+    const code = error.code === ErrorCode.InvalidParams ? 'invalid_argument' : 'protocol_error';
+    return { kind: 'definitive', error: { code, message, retryable: false } };
+  }
+  if (error instanceof StreamableHTTPError) {
+    const status = error.code ?? -1;
+    if (RETRYABLE_HTTP.has(status)) return transient(`http_${status < 0 ? 'error' : status}`, message, false);
+    const code = status === 401 || status === 403 ? 'forbidden' : `http_${status}`;
+    return { kind: 'definitive', error: { code, message, retryable: false } };
+  }
+  if (message === 'Not connected') return transient('connection_closed', message, true);
+  if (isNetworkError(error)) return transient('network', message, false);
+  // Anything else: we cannot tell whether the request reached the server, so the outcome is unknown
+  // and a retry with the same key (which cannot act twice) is the honest next step.
+  return transient('error', message, false);
+}
+
+function transient(code: string, message: string, closed: boolean): FailureKind {
+  return { kind: 'transient', error: { code, message, retryable: true }, closed };
+}
+
+function isNetworkError(error: unknown): boolean {
+  for (let current: unknown = error, depth = 0; current && depth < 5; depth += 1) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && NETWORK_CODES.test(code)) return true;
+    if (current instanceof TypeError && /fetch failed/i.test(current.message)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}

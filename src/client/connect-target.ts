@@ -1,0 +1,81 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+
+export type { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+export type { Transport as McpTransport } from '@modelcontextprotocol/sdk/shared/transport.js';
+
+/** An MCP server reached over Streamable HTTP. */
+export interface HttpTarget {
+  readonly url: string;
+  /** Sent as `Authorization: Bearer <token>`. */
+  readonly token?: string;
+}
+
+/** An MCP server started as a child process speaking MCP on stdin/stdout. */
+export interface StdioTarget {
+  readonly command: string;
+  readonly args?: readonly string[];
+  /** The child's whole environment. Default: this process's environment. */
+  readonly env?: Record<string, string>;
+  readonly cwd?: string;
+  /** Receives the child's stderr; without it stderr is read and discarded (a full pipe would stall it). */
+  readonly onStderr?: (chunk: string) => void;
+}
+
+export type McpTarget = HttpTarget | StdioTarget;
+
+export interface ConnectTargetOptions {
+  signal?: AbortSignal;
+  /** Connect timeout, ms. Default 10 s. */
+  timeoutMs?: number;
+  /** Wraps the transport before connecting (fault injection, tracing). */
+  wrap?: (transport: Transport) => Transport;
+  /** clientInfo.name. Default `idem-client`. */
+  clientName?: string;
+}
+
+/**
+ * Connects an SDK `Client` to a target and completes the MCP handshake. Every connection is new:
+ * pass this as the `connect` factory of an IdemClient so that a dropped connection (or a server
+ * process that died) is replaced before the next attempt.
+ */
+export async function connectTarget(target: McpTarget, options: ConnectTargetOptions = {}): Promise<Client> {
+  let transport: Transport;
+  if ('url' in target) {
+    transport = new StreamableHTTPClientTransport(new URL(target.url), {
+      ...(target.token === undefined
+        ? {}
+        : { requestInit: { headers: { Authorization: `Bearer ${target.token}` } } }),
+    });
+  } else {
+    const stdio = new StdioClientTransport({
+      command: target.command,
+      args: [...(target.args ?? [])],
+      env: target.env ?? inheritedEnv(),
+      ...(target.cwd === undefined ? {} : { cwd: target.cwd }),
+      stderr: 'pipe',
+    });
+    const onStderr = target.onStderr;
+    stdio.stderr?.on('data', (chunk: Buffer | string) => onStderr?.(chunk.toString()));
+    transport = stdio;
+  }
+  const client = new Client({ name: options.clientName ?? 'idem-client', version: '1.0.0' });
+  try {
+    await client.connect(options.wrap ? options.wrap(transport) : transport, {
+      timeout: options.timeoutMs ?? 10_000,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    });
+  } catch (error) {
+    await client.close().catch(() => undefined);
+    throw error;
+  }
+  return client;
+}
+
+function inheritedEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) if (value !== undefined) env[name] = value;
+  return env;
+}

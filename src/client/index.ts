@@ -1,0 +1,27 @@
+/**
+ * `idem/client`: the agent side. A retry-safe MCP client with a durable intent journal.
+ * Loads the MCP SDK and better-sqlite3.
+ */
+export { IdemClient, type IdemClientOptions, type CallOptions, type ResumeOptions } from './idem-client.js';
+export {
+  IntentJournal,
+  type IntentJournalOptions,
+  type IntentStatus,
+  type JournalIntent,
+  type IntentHandoff,
+  type NewIntent,
+} from './intent-journal.js';
+export type { IntentOutcome, UnknownReason } from './intent-outcome.js';
+export type { ToolError, ToolReply } from './tool-reply.js';
+export { readToolReply } from './tool-reply.js';
+export {
+  connectTarget,
+  type McpTarget,
+  type HttpTarget,
+  type StdioTarget,
+  type ConnectTargetOptions,
+  type McpClient,
+  type McpTransport,
+} from './connect-target.js';
+export { callWithTimeout, type AttemptResult } from './call-with-timeout.js';
+export { classifyFailure, type FailureKind } from './classify-failure.js';

@@ -1,0 +1,71 @@
+/**
+ * What a tool call answered, read the same way for Idem servers and for any other MCP server:
+ * the `structuredContent` object, or else the first text block parsed as a JSON object, or else
+ * the text itself as `{ text }`. Nothing here depends on the SDK's output-schema validation.
+ */
+export interface ToolReply {
+  readonly isError: boolean;
+  readonly content: Record<string, unknown>;
+}
+
+/** A coded error as a tool reported it (`error` in Idem's result shape) or as the client saw it. */
+export interface ToolError {
+  /** An Idem error code (`payload_conflict`, `busy`, …) or a client-side one (`timeout`, `cancelled`, …). */
+  readonly code: string;
+  readonly message: string;
+  readonly retryable: boolean;
+  readonly retryAfterMs?: number;
+}
+
+export function readToolReply(result: unknown): ToolReply {
+  const raw = (typeof result === 'object' && result !== null ? result : {}) as {
+    isError?: unknown;
+    structuredContent?: unknown;
+    content?: unknown;
+  };
+  const isError = raw.isError === true;
+  if (isPlainObject(raw.structuredContent)) return { isError, content: raw.structuredContent };
+  const texts = Array.isArray(raw.content)
+    ? raw.content
+        .filter((block): block is { type: 'text'; text: string } => {
+          const b = block as { type?: unknown; text?: unknown };
+          return b?.type === 'text' && typeof b.text === 'string';
+        })
+        .map((block) => block.text)
+    : [];
+  const first = texts[0];
+  if (first !== undefined) {
+    try {
+      const parsed: unknown = JSON.parse(first);
+      if (isPlainObject(parsed)) return { isError, content: parsed };
+    } catch {
+      // not JSON: fall through to plain text
+    }
+  }
+  return { isError, content: { text: texts.join('\n') } };
+}
+
+/** The coded error in a reply, when it has one in Idem's shape. */
+export function replyError(content: Record<string, unknown>): ToolError | undefined {
+  const error = content.error;
+  if (!isPlainObject(error) || typeof error.code !== 'string') return undefined;
+  const retryAfter = error.retry_after_ms;
+  return {
+    code: error.code,
+    message: typeof error.message === 'string' ? error.message : error.code,
+    retryable: error.retryable === true,
+    ...(typeof retryAfter === 'number' && Number.isFinite(retryAfter) && retryAfter >= 0
+      ? { retryAfterMs: retryAfter }
+      : {}),
+  };
+}
+
+/** A string field of a reply, or undefined. */
+export function stringField(content: Record<string, unknown>, name: string): string | undefined {
+  const value = content[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
