@@ -1,4 +1,4 @@
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { openPostgres, type OpenPostgresOptions } from '../adapters/postgres/open-postgres.js';
 import type { PgClient, PgPool } from '../adapters/postgres/postgres-pool.js';
 import { PostgresStore } from '../adapters/postgres/postgres-store.js';
@@ -8,8 +8,8 @@ import { silentLogger, type Logger } from '../core/logger.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
 import { DEFAULT_RETENTION_MS, Executor } from '../executor/executor.js';
 import { PostgresNotes } from './postgres-notes.js';
-import { DEFAULT_TOMBSTONE_TTL_MS, SERVER_INFO } from './reference-app.js';
-import { registerReferenceTools } from './reference-tools.js';
+import { DEFAULT_TOMBSTONE_TTL_MS } from './reference-app.js';
+import { referenceMcpServer } from './reference-tools.js';
 import type { ServerApp } from './server-app.js';
 import type { TokenRegistry } from './token-registry.js';
 
@@ -92,17 +92,7 @@ export class PostgresReferenceApp implements ServerApp {
   }
 
   createMcpServer(): McpServer {
-    const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
-    registerReferenceTools(server, {
-      executor: this.executor,
-      notes: this.#notes,
-      holds: (principal, workspace) => this.registry.holds(principal, workspace),
-      retentionMs: this.retentionMs,
-      clock: this.clock,
-      deploymentPolicy: this.deploymentPolicy,
-      ...(this.providerUrl === undefined ? {} : { webhookUrl: new URL('/webhooks', this.providerUrl).href }),
-    });
-    return server;
+    return referenceMcpServer(this, this.executor, this.#notes);
   }
 
   async close(): Promise<void> {

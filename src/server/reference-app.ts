@@ -1,4 +1,4 @@
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { openSqlite } from '../adapters/sqlite/open-sqlite.js';
 import type { SqliteDatabase } from '../adapters/sqlite/sqlite-database.js';
 import { SqliteStore } from '../adapters/sqlite/sqlite-store.js';
@@ -8,7 +8,7 @@ import { silentLogger, type Logger } from '../core/logger.js';
 import { DEFAULT_RETENTION_MS, Executor } from '../executor/executor.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
 import { NotesApp } from './notes-app.js';
-import { registerReferenceTools } from './reference-tools.js';
+import { referenceMcpServer } from './reference-tools.js';
 import type { TokenRegistry } from './token-registry.js';
 import type { ServerApp } from './server-app.js';
 
@@ -32,7 +32,7 @@ export interface ReferenceAppOptions {
   inFlightWaitMs?: number;
 }
 
-export const SERVER_INFO = { name: 'idem-reference', version: '0.1.0' };
+export { SERVER_INFO } from './reference-tools.js';
 
 /** The reference server's state: one database, one store, one executor, the notes application. */
 export class ReferenceApp implements ServerApp {
@@ -75,17 +75,7 @@ export class ReferenceApp implements ServerApp {
 
   /** A new McpServer with the reference tools (one per HTTP request, or one for stdio). */
   createMcpServer(): McpServer {
-    const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
-    registerReferenceTools(server, {
-      executor: this.executor,
-      notes: this.notes,
-      holds: (principal, workspace) => this.registry.holds(principal, workspace),
-      retentionMs: this.retentionMs,
-      clock: this.clock,
-      deploymentPolicy: this.deploymentPolicy,
-      ...(this.providerUrl === undefined ? {} : { webhookUrl: new URL('/webhooks', this.providerUrl).href }),
-    });
-    return server;
+    return referenceMcpServer(this, this.executor, this.notes);
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,5 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { ServerApp } from './server-app.js';
 import { z } from 'zod';
 import { IdemError } from '../core/errors.js';
 import type { JsonObject, JsonValue } from '../core/json.js';
@@ -170,6 +171,27 @@ const operationShape = {
 };
 
 /** An operation as tools and the CLI show it: ISO times, the result when done, the next step. */
+/** A new McpServer carrying the reference tools of `app` (one per HTTP request, or one for stdio). */
+export function referenceMcpServer<App>(
+  app: Pick<ServerApp, 'registry' | 'retentionMs' | 'clock' | 'deploymentPolicy' | 'providerUrl'>,
+  executor: Executor<App>,
+  notes: NotesRepository<App>,
+): McpServer {
+  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
+  registerReferenceTools(server, {
+    executor,
+    notes,
+    holds: (principal, workspace) => app.registry.holds(principal, workspace),
+    retentionMs: app.retentionMs,
+    clock: app.clock,
+    deploymentPolicy: app.deploymentPolicy,
+    ...(app.providerUrl === undefined ? {} : { webhookUrl: new URL('/webhooks', app.providerUrl).href }),
+  });
+  return server;
+}
+
+export const SERVER_INFO = { name: 'idem-reference', version: '0.1.0' };
+
 export function operationView(record: OperationRecord): JsonObject {
   const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
   const outcome = outcomeOf(record, true, '');
