@@ -4,7 +4,13 @@ import { IdemError } from '../../core/errors.js';
 import { FaultPoints } from '../../core/fault-points.js';
 import type { OperationIdentity } from '../../core/operation-identity.js';
 import type { AttemptRecord, OperationRecord, OutboxMessage } from '../../core/operation-record.js';
-import { assertTransition } from '../../core/operation-state.js';
+import {
+  attemptChange,
+  cancelChange,
+  resolutionChange,
+  transitionChange,
+  type RecordChange,
+} from '../../core/operation-changes.js';
 import type { Existing } from '../../core/receipt.js';
 import type {
   AttemptEnd,
@@ -236,43 +242,21 @@ export class PostgresStore implements Store<PgClient> {
   async transition(operationId: string, request: TransitionRequest): Promise<OperationRecord | undefined> {
     return this.#transaction(async (client) => {
       const current = await byId(client, operationId, true);
-      if (!holdsLease(current, request.workerId, request.now)) return undefined;
-      if (!request.from.includes(current.status)) return undefined;
-      assertTransition(current.status, request.to);
-      const patch = request.patch ?? {};
-      const release = patch.releaseLease ?? patch.nextAttemptAt !== undefined;
-      return update(client, current, {
-        status: request.to,
-        resourceId: patch.resourceId ?? current.resourceId,
-        result: patch.result ?? current.result,
-        error: patch.error ?? current.error,
-        expiresAt: patch.expiresAt ?? current.expiresAt,
-        dispatched: patch.dispatched ?? current.dispatched,
-        nextAttemptAt: patch.nextAttemptAt,
-        leaseOwner: release ? undefined : current.leaseOwner,
-        leaseExpiresAt: release ? undefined : current.leaseExpiresAt,
-        updatedAt: request.now,
-      });
+      const change = transitionChange(current, request);
+      return change === undefined ? undefined : update(client, current as OperationRecord, change);
     }, request);
   }
 
   async startAttempt(operationId: string, start: AttemptStart): Promise<OperationRecord | undefined> {
     return this.#transaction(async (client) => {
       const current = await byId(client, operationId, true);
-      if (!holdsLease(current, start.workerId, start.now)) return undefined;
-      if (!start.from.includes(current.status)) return undefined;
-      assertTransition(current.status, 'running');
-      const number = current.attemptCount + 1;
+      const change = attemptChange(current, start);
+      if (change === undefined) return undefined;
       await client.query(
         'INSERT INTO idem_attempts (attempt_id, operation_id, number, worker_id, started_at) VALUES ($1, $2, $3, $4, $5)',
-        [start.attemptId, operationId, number, start.workerId, start.now],
+        [start.attemptId, operationId, change.attemptCount, start.workerId, start.now],
       );
-      return update(client, current, {
-        status: 'running',
-        attemptCount: number,
-        dispatched: true,
-        updatedAt: start.now,
-      });
+      return update(client, current as OperationRecord, change);
     }, start);
   }
 
@@ -304,43 +288,17 @@ export class PostgresStore implements Store<PgClient> {
     return this.#transaction(async (client) => {
       const current = await byId(client, operationId, true);
       if (current === undefined) return undefined;
-      if (current.status !== 'accepted' && current.status !== 'running') return current;
-      return update(client, current, { status: 'cancel_requested', cancelRequestedAt: now, updatedAt: now });
+      const change = cancelChange(current, now);
+      return change === undefined ? current : update(client, current, change);
     }, options);
   }
 
   async resolve(operationId: string, resolution: Resolution): Promise<OperationRecord | undefined> {
     return this.#transaction(async (client) => {
       const current = await byId(client, operationId, true);
-      if (current === undefined) return undefined;
-      if (current.status !== 'outcome_unknown') {
-        throw new IdemError(
-          'invalid_argument',
-          `operation ${operationId} is ${current.status}; only an outcome_unknown operation can be resolved`,
-        );
-      }
-      assertTransition(current.status, resolution.to, 'operator');
-      const succeeded = resolution.to === 'succeeded';
-      return update(client, current, {
-        status: resolution.to,
-        resourceId: succeeded ? resolution.resourceId : current.resourceId,
-        result: succeeded
-          ? { status: 'succeeded', operation_id: operationId, resource_id: resolution.resourceId ?? null }
-          : current.result,
-        error: succeeded
-          ? undefined
-          : {
-              code: 'internal',
-              message: `resolved as failed by ${resolution.by}: ${resolution.reason ?? ''}`.trim(),
-            },
-        dispatched: false,
-        leaseOwner: undefined,
-        leaseExpiresAt: undefined,
-        expiresAt: resolution.expiresAt,
-        resolvedBy: resolution.by,
-        resolvedAt: resolution.now,
-        updatedAt: resolution.now,
-      });
+      return current === undefined
+        ? undefined
+        : update(client, current, resolutionChange(current, resolution));
     }, resolution);
   }
 
@@ -510,25 +468,11 @@ async function byId(
   return rows[0] === undefined ? undefined : toRecord(rows[0]);
 }
 
-/** Fencing: only the owner of an unexpired lease may change an operation. */
-function holdsLease(
-  record: OperationRecord | undefined,
-  workerId: string,
-  now: number,
-): record is OperationRecord {
-  return (
-    record !== undefined &&
-    record.leaseOwner === workerId &&
-    record.leaseExpiresAt !== undefined &&
-    record.leaseExpiresAt > now
-  );
-}
-
 /** Writes the mutable columns of `current` changed by `next` (inside a transaction). */
 async function update(
   client: PgClient,
   current: OperationRecord,
-  next: Partial<Omit<OperationRecord, 'operationId' | 'identity'>> & { nextAttemptAt?: number | undefined },
+  next: RecordChange,
 ): Promise<OperationRecord> {
   const has = (key: string) => Object.prototype.hasOwnProperty.call(next, key);
   const pick = <K extends keyof OperationRecord>(key: K): OperationRecord[K] =>
