@@ -35,7 +35,7 @@ import {
   type OutboxRow,
 } from '../operation-rows.js';
 import { migrateSqlite } from './sqlite-schema.js';
-import { SqliteTransactor } from './sqlite-transactor.js';
+import { SqliteTransactor, type TransactorOptions } from './sqlite-transactor.js';
 
 export interface SqliteStoreOptions {
   /** How long a write waits for the database's write lock before answering `busy`. Default 5000 ms. */
@@ -44,7 +44,22 @@ export interface SqliteStoreOptions {
   migrate?: boolean;
   clock?: Clock;
   faults?: FaultPoints;
+  /**
+   * Group commit: writes queued while a transaction runs (better-sqlite3 blocks the event loop for
+   * each COMMIT's fsync) are committed together by one COMMIT, each in its own SAVEPOINT so that a
+   * failing call rolls back only itself; no call is answered before that COMMIT. `true` uses
+   * batches of at most 64 writes that start on the next turn of the event loop (so that every
+   * caller ready in this turn joins); `{ maxBatch, gather }` sets the bound and when a batch starts
+   * (`'turn'`, or `'adaptive'`: at once unless callers overlap); `false` commits every write alone.
+   * Default: `'turn'` where a COMMIT waits for the disk (synchronous=FULL or EXTRA, or a rollback
+   * journal); `'adaptive'` for WAL at synchronous=NORMAL or OFF, where a COMMIT is cheap and a lone
+   * caller should not wait for companions.
+   */
+  groupCommit?: boolean | { maxBatch?: number; gather?: 'turn' | 'adaptive' };
 }
+
+/** Default bound of one group-commit batch. */
+export const DEFAULT_GROUP_COMMIT_BATCH = 64;
 
 interface TombstoneRow {
   fingerprint: string;
@@ -73,7 +88,13 @@ export class SqliteStore implements Store<SqliteDatabase> {
     const clock = options.clock ?? systemClock;
     this.#clock = clock;
     this.faults = options.faults ?? new FaultPoints();
-    this.#tx = new SqliteTransactor(db, clock, options.lockTimeoutMs ?? 5000, this.faults);
+    this.#tx = new SqliteTransactor(
+      db,
+      clock,
+      options.lockTimeoutMs ?? 5000,
+      this.faults,
+      groupCommitSettings(db, options.groupCommit),
+    );
     if (options.migrate ?? true)
       withLockRetrySync(clock, options.lockTimeoutMs ?? 5000, () => migrateSqlite(db));
     // Only final records expire; an unfinished one keeps its promise however old it is.
@@ -160,6 +181,16 @@ export class SqliteStore implements Store<SqliteDatabase> {
          WHERE id = ? AND lease_owner = ?`,
       ),
     };
+  }
+
+  /** At most how many queued writes one COMMIT carries (group commit); 1 when it is off. */
+  get maxCommitBatch(): number {
+    return this.#tx.maxBatch;
+  }
+
+  /** When a group-commit batch starts: on the next event-loop turn, or adaptively. */
+  get commitGather(): 'turn' | 'adaptive' {
+    return this.#tx.gather;
   }
 
   async lookup(identity: OperationIdentity, options: SignalOption = {}): Promise<Existing | undefined> {
@@ -459,6 +490,26 @@ function holdsLease(
     record.leaseExpiresAt !== undefined &&
     record.leaseExpiresAt > now
   );
+}
+
+/** How many writes one COMMIT may carry (1: no group commit), and when a batch starts. */
+function groupCommitSettings(
+  db: SqliteDatabase,
+  option: SqliteStoreOptions['groupCommit'],
+): TransactorOptions {
+  if (option === false) return { maxBatch: 1 };
+  if (option === true) return { maxBatch: DEFAULT_GROUP_COMMIT_BATCH, gather: 'turn' };
+  if (typeof option === 'object') {
+    return {
+      maxBatch: Math.max(1, Math.floor(option.maxBatch ?? DEFAULT_GROUP_COMMIT_BATCH)),
+      gather: option.gather ?? 'turn',
+    };
+  }
+  // Default: wait a turn for companions only when a COMMIT waits for the disk.
+  const synchronous = Number(db.pragma('synchronous', { simple: true }));
+  const journal = String(db.pragma('journal_mode', { simple: true })).toLowerCase();
+  const commitSyncs = synchronous >= 2 || (synchronous === 1 && journal !== 'wal');
+  return { maxBatch: DEFAULT_GROUP_COMMIT_BATCH, gather: commitSyncs ? 'turn' : 'adaptive' };
 }
 
 function withLockRetrySync<T>(clock: Clock, lockTimeoutMs: number, body: () => T): T {

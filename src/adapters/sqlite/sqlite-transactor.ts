@@ -2,28 +2,115 @@ import type { Clock } from '../../core/clock.js';
 import { IdemError } from '../../core/errors.js';
 import type { FaultPoints } from '../../core/fault-points.js';
 import type { SignalOption } from '../../store/store.js';
-import type { SqliteDatabase } from './sqlite-database.js';
+import type { SqliteDatabase, SqliteStatement } from './sqlite-database.js';
 import { isSqliteBusy, translateSqliteError } from './sqlite-errors.js';
 
+export interface WriteOptions extends SignalOption {
+  /** Hit `before_commit` (inside the call's own savepoint) and `after_commit` for this write. */
+  commitFaults?: boolean;
+}
+
+export interface TransactorOptions {
+  /**
+   * Most writes committed together in one transaction (group commit). 1 turns group commit off:
+   * every write gets its own BEGIN IMMEDIATE ... COMMIT.
+   */
+  maxBatch: number;
+  /**
+   * When a batch starts. `turn` (default): on the next turn of the event loop (setImmediate), so
+   * that every caller that is ready in this turn joins; worth its few microseconds when a COMMIT
+   * waits for an fsync. `adaptive`: at once (a microtask) unless the previous batch carried several
+   * writes or several are queued already: a lone caller waits for nobody, concurrent callers still
+   * share commits.
+   */
+  gather?: 'turn' | 'adaptive';
+}
+
+interface PendingWrite {
+  readonly body: () => unknown;
+  readonly commitFaults: boolean;
+  readonly signal: AbortSignal | undefined;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+  /** Monotonic ms of the first attempt to take the write lock for this write. */
+  waitingSince?: number;
+}
+
+type Settlement =
+  { write: PendingWrite; ok: true; value: unknown } | { write: PendingWrite; ok: false; error: unknown };
+
+const SAVEPOINT = 'idem_call';
+
 /**
- * Runs write transactions on one better-sqlite3 connection. Each transaction body is synchronous
- * (BEGIN IMMEDIATE ... COMMIT in one tick), so nothing else can use the connection in between. Only
- * the wait for the write lock is asynchronous, and writers wait in a FIFO queue: concurrent callers
- * are queued, never mixed. The driver's own busy wait is off so it never blocks the event loop.
+ * Runs write transactions on one better-sqlite3 connection, with group commit.
+ *
+ * Each transaction (BEGIN IMMEDIATE ... COMMIT) runs synchronously in one tick, so nothing else can
+ * use the connection in between. Only the wait for the write lock is asynchronous; writers wait in a
+ * FIFO queue and are never mixed. The driver's own busy wait is off so it never blocks the event loop.
+ *
+ * Group commit (`maxBatch > 1`): better-sqlite3 is synchronous, so an fsync blocks the event loop and
+ * the writes that callers issue meanwhile pile up in the queue. When the queue is served, every
+ * queued write (up to `maxBatch`) runs in ONE transaction, each inside its own SAVEPOINT: a write
+ * that throws is rolled back to its savepoint (only its own changes go) and fails alone; the others
+ * are RELEASEd and committed together by a single COMMIT, so one fsync serves the whole batch. No
+ * write's promise settles before that COMMIT returned: a caller never sees a result that is not
+ * durable. `before_commit` is hit per write inside its savepoint (a throw rolls back that write
+ * only), `after_commit` per write after the batch's COMMIT (a throw makes that write
+ * `outcome_unknown`). To let concurrent callers join, a batch starts on the next turn of the event
+ * loop (setImmediate) rather than in a microtask.
  */
 export class SqliteTransactor {
   readonly #db: SqliteDatabase;
   readonly #clock: Clock;
   readonly #lockTimeoutMs: number;
   readonly #faults: FaultPoints;
-  #queue: Promise<unknown> = Promise.resolve();
+  readonly #maxBatch: number;
+  readonly #gather: 'turn' | 'adaptive';
+  #lastBatchSize = 0;
+  readonly #stmt: {
+    begin: SqliteStatement;
+    commit: SqliteStatement;
+    rollback: SqliteStatement;
+    savepoint: SqliteStatement;
+    release: SqliteStatement;
+    rollbackTo: SqliteStatement;
+  };
+  #pending: PendingWrite[] = [];
+  #serving = false;
+  #idle: (() => void)[] = [];
 
-  constructor(db: SqliteDatabase, clock: Clock, lockTimeoutMs: number, faults: FaultPoints) {
+  constructor(
+    db: SqliteDatabase,
+    clock: Clock,
+    lockTimeoutMs: number,
+    faults: FaultPoints,
+    options: TransactorOptions = { maxBatch: 1 },
+  ) {
     this.#db = db;
     this.#clock = clock;
     this.#lockTimeoutMs = lockTimeoutMs;
     this.#faults = faults;
+    this.#maxBatch = Math.max(1, Math.floor(options.maxBatch));
+    this.#gather = options.gather ?? 'turn';
     db.pragma('busy_timeout = 0');
+    this.#stmt = {
+      begin: db.prepare('BEGIN IMMEDIATE'),
+      commit: db.prepare('COMMIT'),
+      rollback: db.prepare('ROLLBACK'),
+      savepoint: db.prepare(`SAVEPOINT ${SAVEPOINT}`),
+      release: db.prepare(`RELEASE ${SAVEPOINT}`),
+      rollbackTo: db.prepare(`ROLLBACK TO ${SAVEPOINT}`),
+    };
+  }
+
+  /** Most writes committed by one COMMIT; 1 when group commit is off. */
+  get maxBatch(): number {
+    return this.#maxBatch;
+  }
+
+  /** When a batch starts (see TransactorOptions.gather). */
+  get gather(): 'turn' | 'adaptive' {
+    return this.#gather;
   }
 
   /** A synchronous read of committed data; translates driver errors. */
@@ -36,71 +123,241 @@ export class SqliteTransactor {
   }
 
   /**
-   * Queues `body` to run inside BEGIN IMMEDIATE ... COMMIT once the write lock is free; `busy` after
-   * the lock timeout. With `commitFaults`, hits `before_commit` and `after_commit` around COMMIT.
+   * Queues `body` to run inside BEGIN IMMEDIATE ... COMMIT once the write lock is free (possibly
+   * together with other queued writes, each in its own savepoint); `busy` after the lock timeout.
+   * With `commitFaults`, hits `before_commit` and `after_commit` around COMMIT. Settles only after
+   * the COMMIT that made the write durable (or after its rollback).
    */
-  write<T>(body: () => T, options: SignalOption & { commitFaults?: boolean } = {}): Promise<T> {
-    const run = this.#queue.then(() => this.#acquireAndRun(body, options));
-    this.#queue = run.catch(() => undefined);
-    return run;
+  write<T>(body: () => T, options: WriteOptions = {}): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (options.signal?.aborted) {
+        reject(options.signal.reason);
+        return;
+      }
+      this.#pending.push({
+        body,
+        commitFaults: options.commitFaults ?? false,
+        signal: options.signal,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      });
+      this.#serve();
+    });
   }
 
-  async drain(): Promise<void> {
-    await this.#queue.catch(() => undefined);
+  /** Resolves once every queued write has settled. */
+  drain(): Promise<void> {
+    if (!this.#serving && this.#pending.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
   }
 
-  async #acquireAndRun<T>(body: () => T, options: SignalOption & { commitFaults?: boolean }): Promise<T> {
-    const started = this.#clock.monotonic();
+  #serve(): void {
+    if (this.#serving) return;
+    this.#serving = true;
+    void this.#loop();
+  }
+
+  async #loop(): Promise<void> {
+    try {
+      while (this.#pending.length > 0) {
+        // Group commit: let the callers that are ready this turn queue their writes first.
+        const wait =
+          this.#maxBatch > 1 &&
+          (this.#gather === 'turn' || this.#lastBatchSize > 1 || this.#pending.length > 1);
+        if (wait) await new Promise((resolve) => setImmediate(resolve));
+        else await Promise.resolve();
+        await this.#serveBatch();
+      }
+    } finally {
+      this.#serving = false;
+      const idle = this.#idle;
+      this.#idle = [];
+      for (const resolve of idle) resolve();
+      // A write queued while the last batch settled (a synchronous caller) starts a new loop.
+      if (this.#pending.length > 0) this.#serve();
+    }
+  }
+
+  /** Takes up to maxBatch queued writes and commits them together, waiting for the lock if needed. */
+  async #serveBatch(): Promise<void> {
+    const batch: PendingWrite[] = [];
     let pause = 1;
     for (;;) {
-      options.signal?.throwIfAborted();
-      const outcome = this.#tryTransaction(body, options.commitFaults ?? false);
-      if (outcome.ok) {
-        if (options.commitFaults) this.#afterCommit();
-        return outcome.value;
+      const now = this.#clock.monotonic();
+      // Writes queued while the batch waited for the lock join it.
+      while (batch.length < this.#maxBatch && this.#pending.length > 0) {
+        const write = this.#pending.shift() as PendingWrite;
+        write.waitingSince = now;
+        batch.push(write);
       }
-      const remaining = this.#lockTimeoutMs - (this.#clock.monotonic() - started);
-      if (remaining <= 0) {
-        throw new IdemError(
-          'busy',
-          `the write lock was not obtained within ${this.#lockTimeoutMs} ms; nothing was changed`,
-          { retryAfterMs: Math.max(50, Math.min(1000, Math.round(this.#lockTimeoutMs / 4))) },
-        );
+      dropAborted(batch);
+      if (batch.length === 0) return;
+
+      const size = batch.length;
+      if (this.#tryBatch(batch)) {
+        this.#lastBatchSize = size;
+        return;
       }
-      await this.#clock.sleep(Math.min(pause, remaining), options);
+
+      // The write lock is held by another connection: time out the writes that waited long enough.
+      const after = this.#clock.monotonic();
+      let remaining = Number.POSITIVE_INFINITY;
+      for (let i = batch.length - 1; i >= 0; i -= 1) {
+        const write = batch[i] as PendingWrite;
+        const left = this.#lockTimeoutMs - (after - (write.waitingSince ?? after));
+        if (left <= 0) {
+          batch.splice(i, 1);
+          write.reject(
+            new IdemError(
+              'busy',
+              `the write lock was not obtained within ${this.#lockTimeoutMs} ms; nothing was changed`,
+              { retryAfterMs: Math.max(50, Math.min(1000, Math.round(this.#lockTimeoutMs / 4))) },
+            ),
+          );
+        } else {
+          remaining = Math.min(remaining, left);
+        }
+      }
+      if (batch.length === 0) return;
+      const signals = batch.flatMap((write) => (write.signal === undefined ? [] : [write.signal]));
+      const signal =
+        signals.length === 0 ? undefined : signals.length === 1 ? signals[0] : AbortSignal.any(signals);
+      try {
+        await this.#clock.sleep(Math.min(pause, remaining), signal === undefined ? {} : { signal });
+      } catch {
+        // Aborted: the aborted writes are dropped at the top of the loop, the others go on waiting.
+      }
       pause = Math.min(pause * 2, 25);
     }
   }
 
-  /** Whatever fails after COMMIT must not be reported as a rollback: the data is there. */
-  #afterCommit(): void {
+  /**
+   * Runs one batch synchronously: BEGIN IMMEDIATE, each write (in its own savepoint when there are
+   * several), COMMIT; then settles every write. Returns false, having changed nothing, only when
+   * the write lock is held elsewhere.
+   */
+  #tryBatch(batch: PendingWrite[]): boolean {
     try {
-      this.#faults.hit('after_commit');
-    } catch (cause) {
-      throw new IdemError('outcome_unknown', 'the transaction committed but the call did not complete', {
-        cause,
-        retryable: true,
-        nextAction: 'Retry with the same idempotency_key and arguments to get the recorded result.',
-      });
+      this.#stmt.begin.run();
+    } catch (error) {
+      if (isSqliteBusy(error)) return false;
+      const translated = translateSqliteError(error, 50);
+      for (const write of batch) write.reject(translated);
+      return true;
+    }
+    const isolated = batch.length > 1;
+    const settled: Settlement[] = [];
+    let index = 0;
+    for (; index < batch.length; index += 1) {
+      const write = batch[index] as PendingWrite;
+      if (isolated) this.#stmt.savepoint.run();
+      try {
+        const value = write.body();
+        if (write.commitFaults) this.#faults.hit('before_commit');
+        if (isolated) this.#stmt.release.run();
+        settled.push({ write, ok: true, value });
+      } catch (error) {
+        const failure = translateSqliteError(error, 50);
+        if (!this.#db.inTransaction) {
+          // SQLite rolled the whole transaction back (I/O error, out of memory, ...): the writes
+          // before this one went with it, and those after it go back to the head of the queue.
+          const lost = new IdemError('internal', 'database error; the transaction was rolled back', {
+            cause: error,
+          });
+          const failed: Settlement[] = settled.map((s) =>
+            s.ok ? { write: s.write, ok: false, error: lost } : s,
+          );
+          failed.push({ write, ok: false, error: failure });
+          this.#pending.unshift(...batch.slice(index + 1));
+          settle(failed);
+          return true;
+        }
+        if (isolated) {
+          try {
+            this.#stmt.rollbackTo.run();
+            this.#stmt.release.run();
+          } catch (rollbackError) {
+            this.#abandon(batch, settled, index, rollbackError);
+            return true;
+          }
+        }
+        settled.push({ write, ok: false, error: failure });
+      }
+    }
+    if (!isolated && settled[0]?.ok === false) {
+      // A lone write that failed: nothing to commit.
+      this.#rollbackQuietly();
+      settle(settled);
+      return true;
+    }
+    try {
+      this.#stmt.commit.run();
+    } catch (error) {
+      this.#rollbackQuietly();
+      const translated = translateSqliteError(error, 50);
+      settle(settled.map((s) => ({ write: s.write, ok: false, error: s.ok ? translated : s.error })));
+      return true;
+    }
+    // Committed and durable: only now may any caller see a result.
+    settle(settled.map((s) => (s.ok && s.write.commitFaults ? this.#afterCommit(s) : s)));
+    return true;
+  }
+
+  /** A rollback to a savepoint failed: give up the whole transaction, nothing of it is committed. */
+  #abandon(batch: PendingWrite[], settled: Settlement[], index: number, cause: unknown): void {
+    this.#rollbackQuietly();
+    const failure = translateSqliteError(cause, 50);
+    const failed: Settlement[] = settled.map((s) => ({
+      write: s.write,
+      ok: false,
+      error: s.ok ? failure : s.error,
+    }));
+    failed.push({ write: batch[index] as PendingWrite, ok: false, error: failure });
+    this.#pending.unshift(...batch.slice(index + 1));
+    settle(failed);
+  }
+
+  #rollbackQuietly(): void {
+    if (!this.#db.inTransaction) return;
+    try {
+      this.#stmt.rollback.run();
+    } catch {
+      // The connection is unusable; the next BEGIN reports it.
     }
   }
 
-  /** Runs one transaction synchronously; returns `ok: false` only when the write lock was taken. */
-  #tryTransaction<T>(body: () => T, commitFaults: boolean): { ok: true; value: T } | { ok: false } {
+  /** Whatever fails after COMMIT must not be reported as a rollback: the data is there. */
+  #afterCommit(settlement: Settlement): Settlement {
     try {
-      this.#db.exec('BEGIN IMMEDIATE');
-    } catch (error) {
-      if (isSqliteBusy(error)) return { ok: false };
-      throw translateSqliteError(error, 50);
+      this.#faults.hit('after_commit');
+      return settlement;
+    } catch (cause) {
+      return {
+        write: settlement.write,
+        ok: false,
+        error: new IdemError('outcome_unknown', 'the transaction committed but the call did not complete', {
+          cause,
+          retryable: true,
+          nextAction: 'Retry with the same idempotency_key and arguments to get the recorded result.',
+        }),
+      };
     }
-    try {
-      const value = body();
-      if (commitFaults) this.#faults.hit('before_commit');
-      this.#db.exec('COMMIT');
-      return { ok: true, value };
-    } catch (error) {
-      if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
-      throw translateSqliteError(error, 50);
+  }
+}
+
+function dropAborted(batch: PendingWrite[]): void {
+  for (let i = batch.length - 1; i >= 0; i -= 1) {
+    const write = batch[i] as PendingWrite;
+    if (write.signal?.aborted) {
+      batch.splice(i, 1);
+      write.reject(write.signal.reason);
     }
+  }
+}
+
+function settle(settlements: readonly Settlement[]): void {
+  for (const s of settlements) {
+    if (s.ok) s.write.resolve(s.value);
+    else s.write.reject(s.error);
   }
 }

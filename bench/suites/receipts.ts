@@ -1,0 +1,223 @@
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { migrateSqlite, type SqliteDatabase } from '../../src/adapters/sqlite/index.js';
+import { fingerprint } from '../../src/index.js';
+import { closedLoop, collectGarbage, type Measurement, type Op } from '../lib/measure.js';
+import {
+  idemCall,
+  NOTES_SQL,
+  newKey,
+  noteBody,
+  openIdemSqlite,
+  PRINCIPAL,
+  WORKSPACE,
+  type IdemSqlite,
+} from '../lib/notes.js';
+import { logRow, maybeProfiled, measureRows, wanted, type PlannedRow } from '../lib/rows.js';
+import type { RowResult, SuiteContext } from '../lib/types.js';
+
+const PREFILL_BODY = 'a prefilled note';
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+export function formatCount(n: number): string {
+  if (n >= 1_000_000 && n % 1_000_000 === 0) return `${n / 1_000_000}M`;
+  if (n >= 1000 && n % 1000 === 0) return `${n / 1000}k`;
+  return String(n);
+}
+
+/**
+ * Writes `rows` receipts of create_note v1 into a new database file in one transaction, fast:
+ * sequential keys (so every index grows at its end), no journal, no fsync until the end. Returns
+ * the seconds it took. `expired` receipts have expired an hour ago (for the sweeper).
+ */
+export function prefill(path: string, rows: number, expired: boolean): number {
+  const started = performance.now();
+  const db = new Database(path);
+  db.pragma('journal_mode = OFF');
+  db.pragma('synchronous = OFF');
+  db.pragma('cache_size = -1000000');
+  db.pragma('temp_store = MEMORY');
+  migrateSqlite(db as unknown as SqliteDatabase);
+  db.exec(NOTES_SQL);
+  if (rows > 0) {
+    const now = Date.now();
+    const createdAt = expired ? now - DAY - HOUR - rows : now - rows;
+    const expiresAt = expired ? now - HOUR - rows : now + DAY;
+    const statement = db.prepare(`
+      WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < @rows - 1)
+      INSERT INTO idem_operations (operation_id, principal, workspace, operation, version, idem_key, fingerprint,
+        kind, status, resource_id, result_json, created_at, updated_at, expires_at, attempt_count, dispatched)
+      SELECT 'op_pre' || printf('%010d', i), @principal, @workspace, 'create_note', 1, 'pre-' || printf('%010d', i),
+        @fingerprint, 'local', 'succeeded', 'note_pre' || printf('%010d', i),
+        json_object('status', 'succeeded', 'operation_id', 'op_pre' || printf('%010d', i),
+          'resource_id', 'note_pre' || printf('%010d', i), 'note_id', 'note_pre' || printf('%010d', i)),
+        @createdAt + i, @createdAt + i, @expiresAt + i, 1, 0
+      FROM seq`);
+    db.transaction(() =>
+      statement.run({
+        rows,
+        principal: PRINCIPAL,
+        workspace: WORKSPACE,
+        fingerprint: fingerprint({ body: PREFILL_BODY }),
+        createdAt,
+        expiresAt,
+      }),
+    )();
+  }
+  db.close();
+  return (performance.now() - started) / 1000;
+}
+
+export function prefilledKey(i: number): string {
+  return `pre-${String(i).padStart(10, '0')}`;
+}
+
+function countReceipts(idem: IdemSqlite): number {
+  return (idem.db.prepare('SELECT count(*) AS n FROM idem_operations').get() as { n: number }).n;
+}
+
+/** p50/p99 of first executions and replays with 0, 1M and 5M receipts in the table (quick: 0, 100k). */
+export async function receiptsSuite(context: SuiteContext): Promise<RowResult[]> {
+  const sizes = context.quick ? [0, 100_000] : [0, 1_000_000, 5_000_000];
+  const group = 'Receipts table size (SQLite FULL, Idem, 1 in flight)';
+  const stores: IdemSqlite[] = [];
+  const planned: PlannedRow[] = [];
+  try {
+    for (const size of sizes) {
+      const name = formatCount(size);
+      const anyWanted = ['first', 'replay'].some((s) => wanted(context, `receipts/idem/${s}/n${name}`));
+      if (!anyWanted) continue;
+      const path = join(context.tmpDir, `receipts-${name}.sqlite`);
+      const seconds = prefill(path, size, false);
+      const idem = openIdemSqlite(path, 'FULL');
+      stores.push(idem);
+      const actual = countReceipts(idem);
+      context.log(`prefilled ${actual.toLocaleString('en-US')} receipts in ${seconds.toFixed(1)} s`);
+      // Replays of receipts spread over the whole table (random keys among the prefilled ones).
+      const replayKeys =
+        size === 0
+          ? await (async () => {
+              const keys = Array.from({ length: 1000 }, () => newKey());
+              for (const key of keys) await idemCall(idem, key, PREFILL_BODY, 'executed');
+              return keys;
+            })()
+          : Array.from({ length: 10_000 }, () => prefilledKey(Math.floor(Math.random() * size)));
+      const extra = { prefilledReceipts: actual, prefillSeconds: Math.round(seconds * 10) / 10 };
+      const first: Op = async (_lane, seq) => {
+        await idemCall(idem, newKey(), noteBody(seq), 'executed');
+      };
+      const replay: Op = async (_lane, seq) => {
+        await idemCall(idem, replayKeys[seq % replayKeys.length] as string, PREFILL_BODY, 'replayed');
+      };
+      for (const [scenario, op] of [
+        ['first', first],
+        ['replay', replay],
+      ] as const) {
+        planned.push({
+          spec: {
+            id: `receipts/idem/${scenario}/n${name}`,
+            group,
+            system: 'Idem: Executor + SqliteStore',
+            scenario: `${scenario === 'first' ? 'first execution' : 'replay'}, ${actual.toLocaleString('en-US')} receipts`,
+            concurrency: 1,
+            ...(size === 0 ? {} : { baseline: `receipts/idem/${scenario}/n0`, ratioOf: 'p99' as const }),
+            extra,
+          },
+          op,
+        });
+      }
+    }
+    // Sizes next to each other per scenario, so that drift hits them alike.
+    planned.sort((a, b) => (a.spec.id.split('/')[2] ?? '').localeCompare(b.spec.id.split('/')[2] ?? ''));
+    return await measureRows(context, planned);
+  } finally {
+    for (const idem of stores) await idem.close();
+  }
+}
+
+/**
+ * The sweeper turning expired receipts into tombstones (batches of 500, the default) while a writer
+ * runs first executions: the writer's p99 during the sweep against its p99 without one, on the
+ * same table.
+ */
+export async function sweepSuite(context: SuiteContext): Promise<RowResult[]> {
+  const expired = context.quick ? 100_000 : 1_000_000;
+  const group = `Sweeper: ${formatCount(expired)} expired receipts moved to tombstones while a writer runs (SQLite FULL)`;
+  const rows: RowResult[] = [];
+  for (const batchSize of context.quick ? [500] : [500, 100]) {
+    const baseId = `sweep/idem/first/no-sweep-b${batchSize}`;
+    const duringId = `sweep/idem/first/during-sweep-b${batchSize}`;
+    if (!wanted(context, baseId) && !wanted(context, duringId)) continue;
+    const path = join(context.tmpDir, `sweep-${batchSize}.sqlite`);
+    const seconds = prefill(path, expired, true);
+    const idem = openIdemSqlite(path, 'FULL');
+    try {
+      const actual = countReceipts(idem);
+      context.log(`prefilled ${actual.toLocaleString('en-US')} expired receipts in ${seconds.toFixed(1)} s`);
+      const writer: Op = async (_lane, seq) => {
+        await idemCall(idem, newKey(), noteBody(seq), 'executed');
+      };
+      const extra = { expiredReceipts: actual, batchSize };
+      collectGarbage();
+      const without = await closedLoop(writer, {
+        concurrency: 1,
+        durationMs: Math.max(context.durationMs, 1000),
+        warmupMs: context.warmupMs,
+      });
+      const base: RowResult = {
+        id: baseId,
+        group,
+        system: 'Idem: Executor + SqliteStore',
+        scenario: `writer, no sweep (table of ${formatCount(actual)} expired receipts)`,
+        concurrency: 1,
+        measurement: without,
+        extra,
+      };
+      logRow(context, base);
+      rows.push(base);
+
+      collectGarbage();
+      let done = false;
+      const sweepStarted = performance.now();
+      const sweep = idem.store
+        .sweep({ now: Date.now(), tombstoneTtlMs: 30 * DAY, batchSize })
+        .finally(() => (done = true));
+      const during: Measurement = await maybeProfiled(context, duringId, () =>
+        closedLoop(writer, {
+          concurrency: 1,
+          durationMs: 600_000,
+          warmupMs: 0,
+          until: () => done,
+        }),
+      );
+      const result = await sweep;
+      const sweepSeconds = (performance.now() - sweepStarted) / 1000;
+      if (result.tombstoned !== actual) {
+        throw new Error(`the sweep moved ${result.tombstoned} of ${actual} expired receipts`);
+      }
+      const row: RowResult = {
+        id: duringId,
+        group,
+        system: 'Idem: Executor + SqliteStore',
+        scenario: `writer during a sweep (batches of ${batchSize})`,
+        concurrency: 1,
+        baseline: baseId,
+        ratioOf: 'p99',
+        measurement: during,
+        extra: {
+          ...extra,
+          sweptReceipts: result.tombstoned,
+          sweepBatches: result.batches,
+          sweepSeconds: Math.round(sweepSeconds * 10) / 10,
+          sweptPerSecond: Math.round(result.tombstoned / sweepSeconds),
+        },
+      };
+      logRow(context, row);
+      rows.push(row);
+    } finally {
+      await idem.close();
+    }
+  }
+  return rows;
+}
