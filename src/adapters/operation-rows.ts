@@ -7,6 +7,7 @@ import type {
   OutboxMessage,
 } from '../core/operation-record.js';
 import type { OperationState } from '../core/operation-state.js';
+import type { RecordChange } from '../core/operation-changes.js';
 
 /** A row of idem_operations as either driver returns it (pg gives BIGINT as string). */
 export interface OperationRow {
@@ -175,4 +176,33 @@ export function toOutbox(row: OutboxRow): OutboxMessage {
 
 function json(value: unknown): string | null {
   return value === undefined ? null : JSON.stringify(value);
+}
+
+/**
+ * The values of an UPDATE of an operation's mutable columns, in this order: status, resource_id,
+ * result_json, error_json, expires_at, dispatched, next_attempt_at, lease_owner, lease_expires_at,
+ * updated_at, attempt_count, cancel_requested_at, resolved_by, resolved_at, then operation_id for the
+ * WHERE. Keys absent from `change` keep the current value; `nextAttemptAt` is cleared unless given.
+ */
+export function changeParams(current: OperationRecord, change: RecordChange): unknown[] {
+  const has = (key: string) => Object.prototype.hasOwnProperty.call(change, key);
+  const pick = <K extends keyof OperationRecord>(key: K): OperationRecord[K] =>
+    (has(key) ? (change as OperationRecord)[key] : current[key]) as OperationRecord[K];
+  return [
+    pick('status'),
+    pick('resourceId') ?? null,
+    json(pick('result')),
+    json(pick('error')),
+    pick('expiresAt') ?? null,
+    pick('dispatched') ? 1 : 0,
+    change.nextAttemptAt ?? null,
+    pick('leaseOwner') ?? null,
+    pick('leaseExpiresAt') ?? null,
+    pick('updatedAt'),
+    pick('attemptCount'),
+    pick('cancelRequestedAt') ?? null,
+    pick('resolvedBy') ?? null,
+    pick('resolvedAt') ?? null,
+    current.operationId,
+  ];
 }

@@ -28,6 +28,7 @@ import type {
   TransitionRequest,
 } from '../../store/store.js';
 import {
+  changeParams,
   identityParams,
   OPERATION_COLUMNS,
   operationParams,
@@ -468,38 +469,18 @@ async function byId(
   return rows[0] === undefined ? undefined : toRecord(rows[0]);
 }
 
-/** Writes the mutable columns of `current` changed by `next` (inside a transaction). */
+/** Writes the mutable columns of `current` changed by `change` (inside a transaction). */
 async function update(
   client: PgClient,
   current: OperationRecord,
-  next: RecordChange,
+  change: RecordChange,
 ): Promise<OperationRecord> {
-  const has = (key: string) => Object.prototype.hasOwnProperty.call(next, key);
-  const pick = <K extends keyof OperationRecord>(key: K): OperationRecord[K] =>
-    (has(key) ? (next as OperationRecord)[key] : current[key]) as OperationRecord[K];
-  const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
   const { rows } = await client.query<OperationRow>(
     `UPDATE idem_operations SET status = $1, resource_id = $2, result_json = $3, error_json = $4, expires_at = $5,
-       dispatched = $6, next_attempt_at = $7, lease_owner = $8, lease_expires_at = $9, updated_at = $10,
+       dispatched = $6::int::boolean, next_attempt_at = $7, lease_owner = $8, lease_expires_at = $9, updated_at = $10,
        attempt_count = $11, cancel_requested_at = $12, resolved_by = $13, resolved_at = $14
      WHERE operation_id = $15 RETURNING *`,
-    [
-      pick('status'),
-      pick('resourceId') ?? null,
-      json(pick('result')),
-      json(pick('error')),
-      pick('expiresAt') ?? null,
-      pick('dispatched') === true,
-      next.nextAttemptAt ?? null,
-      pick('leaseOwner') ?? null,
-      pick('leaseExpiresAt') ?? null,
-      pick('updatedAt'),
-      pick('attemptCount'),
-      pick('cancelRequestedAt') ?? null,
-      pick('resolvedBy') ?? null,
-      pick('resolvedAt') ?? null,
-      current.operationId,
-    ],
+    changeParams(current, change),
   );
   return toRecord(rows[0] as OperationRow);
 }

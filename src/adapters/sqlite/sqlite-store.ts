@@ -3,7 +3,13 @@ import { IdemError } from '../../core/errors.js';
 import { FaultPoints } from '../../core/fault-points.js';
 import type { OperationIdentity } from '../../core/operation-identity.js';
 import type { AttemptRecord, OperationRecord, OutboxMessage } from '../../core/operation-record.js';
-import { assertTransition } from '../../core/operation-state.js';
+import {
+  attemptChange,
+  cancelChange,
+  resolutionChange,
+  transitionChange,
+  type RecordChange,
+} from '../../core/operation-changes.js';
 import type { Existing } from '../../core/receipt.js';
 import type {
   AttemptEnd,
@@ -24,6 +30,7 @@ import type {
 import type { SqliteDatabase, SqliteStatement } from './sqlite-database.js';
 import { isSqliteBusy, translateSqliteError } from './sqlite-errors.js';
 import {
+  changeParams,
   identityParams,
   OPERATION_COLUMNS,
   operationParams,
@@ -290,40 +297,24 @@ export class SqliteStore implements Store<SqliteDatabase> {
   async transition(operationId: string, request: TransitionRequest): Promise<OperationRecord | undefined> {
     return this.#tx.write(() => {
       const current = this.#byId(operationId);
-      if (!holdsLease(current, request.workerId, request.now)) return undefined;
-      if (!request.from.includes(current.status)) return undefined;
-      assertTransition(current.status, request.to);
-      const patch = request.patch ?? {};
-      const release = patch.releaseLease ?? patch.nextAttemptAt !== undefined;
-      return this.#write(current, {
-        status: request.to,
-        resourceId: patch.resourceId ?? current.resourceId,
-        result: patch.result ?? current.result,
-        error: patch.error ?? current.error,
-        expiresAt: patch.expiresAt ?? current.expiresAt,
-        dispatched: patch.dispatched ?? current.dispatched,
-        nextAttemptAt: patch.nextAttemptAt,
-        leaseOwner: release ? undefined : current.leaseOwner,
-        leaseExpiresAt: release ? undefined : current.leaseExpiresAt,
-        updatedAt: request.now,
-      });
+      const change = transitionChange(current, request);
+      return change === undefined ? undefined : this.#write(current as OperationRecord, change);
     }, request);
   }
 
   async startAttempt(operationId: string, start: AttemptStart): Promise<OperationRecord | undefined> {
     return this.#tx.write(() => {
       const current = this.#byId(operationId);
-      if (!holdsLease(current, start.workerId, start.now)) return undefined;
-      if (!start.from.includes(current.status)) return undefined;
-      assertTransition(current.status, 'running');
-      const number = current.attemptCount + 1;
-      this.#sql.insertAttempt!.run(start.attemptId, operationId, number, start.workerId, start.now);
-      return this.#write(current, {
-        status: 'running',
-        attemptCount: number,
-        dispatched: true,
-        updatedAt: start.now,
-      });
+      const change = attemptChange(current, start);
+      if (change === undefined) return undefined;
+      this.#sql.insertAttempt!.run(
+        start.attemptId,
+        operationId,
+        change.attemptCount,
+        start.workerId,
+        start.now,
+      );
+      return this.#write(current as OperationRecord, change);
     }, start);
   }
 
@@ -346,43 +337,15 @@ export class SqliteStore implements Store<SqliteDatabase> {
     return this.#tx.write(() => {
       const current = this.#byId(operationId);
       if (current === undefined) return undefined;
-      if (current.status !== 'accepted' && current.status !== 'running') return current;
-      return this.#write(current, { status: 'cancel_requested', cancelRequestedAt: now, updatedAt: now });
+      const change = cancelChange(current, now);
+      return change === undefined ? current : this.#write(current, change);
     }, options);
   }
 
   async resolve(operationId: string, resolution: Resolution): Promise<OperationRecord | undefined> {
     return this.#tx.write(() => {
       const current = this.#byId(operationId);
-      if (current === undefined) return undefined;
-      if (current.status !== 'outcome_unknown') {
-        throw new IdemError(
-          'invalid_argument',
-          `operation ${operationId} is ${current.status}; only an outcome_unknown operation can be resolved`,
-        );
-      }
-      assertTransition(current.status, resolution.to, 'operator');
-      const succeeded = resolution.to === 'succeeded';
-      return this.#write(current, {
-        status: resolution.to,
-        resourceId: succeeded ? resolution.resourceId : current.resourceId,
-        result: succeeded
-          ? { status: 'succeeded', operation_id: operationId, resource_id: resolution.resourceId ?? null }
-          : current.result,
-        error: succeeded
-          ? undefined
-          : {
-              code: 'internal',
-              message: `resolved as failed by ${resolution.by}: ${resolution.reason ?? ''}`.trim(),
-            },
-        dispatched: false,
-        leaseOwner: undefined,
-        leaseExpiresAt: undefined,
-        expiresAt: resolution.expiresAt,
-        resolvedBy: resolution.by,
-        resolvedAt: resolution.now,
-        updatedAt: resolution.now,
-      });
+      return current === undefined ? undefined : this.#write(current, resolutionChange(current, resolution));
     }, resolution);
   }
 
@@ -443,53 +406,15 @@ export class SqliteStore implements Store<SqliteDatabase> {
     return row === undefined ? undefined : toRecord(row);
   }
 
-  /** Writes the mutable columns of `current` changed by `next` (inside a transaction). */
-  #write(
-    current: OperationRecord,
-    next: Partial<Omit<OperationRecord, 'operationId' | 'identity'>> & { nextAttemptAt?: number | undefined },
-  ): OperationRecord {
-    const has = (key: string) => Object.prototype.hasOwnProperty.call(next, key);
-    const pick = <K extends keyof OperationRecord>(key: K): OperationRecord[K] =>
-      (has(key) ? (next as OperationRecord)[key] : current[key]) as OperationRecord[K];
-    const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
-    const row = this.#sql.patch!.get(
-      pick('status'),
-      pick('resourceId') ?? null,
-      json(pick('result')),
-      json(pick('error')),
-      pick('expiresAt') ?? null,
-      pick('dispatched') ? 1 : 0,
-      next.nextAttemptAt ?? null,
-      pick('leaseOwner') ?? null,
-      pick('leaseExpiresAt') ?? null,
-      pick('updatedAt'),
-      pick('attemptCount'),
-      pick('cancelRequestedAt') ?? null,
-      pick('resolvedBy') ?? null,
-      pick('resolvedAt') ?? null,
-      current.operationId,
-    ) as OperationRow;
-    return toRecord(row);
+  /** Writes the mutable columns of `current` changed by `change` (inside a transaction). */
+  #write(current: OperationRecord, change: RecordChange): OperationRecord {
+    return toRecord(this.#sql.patch!.get(...changeParams(current, change)) as OperationRow);
   }
 
   #enqueue(intent: OutboxIntent): void {
     const now = this.#clock.now();
     this.#sql.enqueue!.run(intent.dedupKey, intent.destination, JSON.stringify(intent.payload), now, now);
   }
-}
-
-/** Fencing: only the owner of an unexpired lease may change an operation. */
-function holdsLease(
-  record: OperationRecord | undefined,
-  workerId: string,
-  now: number,
-): record is OperationRecord {
-  return (
-    record !== undefined &&
-    record.leaseOwner === workerId &&
-    record.leaseExpiresAt !== undefined &&
-    record.leaseExpiresAt > now
-  );
 }
 
 /** How many writes one COMMIT may carry (1: no group commit), and when a batch starts. */
