@@ -31,7 +31,7 @@ if (postgresAvailable) {
       const holder = await sideConnection(t.path);
       await holder.query('BEGIN');
       // EXCLUSIVE lets readers in (replays, lookups) but makes every writer wait.
-      await holder.query('LOCK TABLE idem_tombstones IN EXCLUSIVE MODE');
+      await holder.query('LOCK TABLE idem_operations IN EXCLUSIVE MODE');
 
       const outcome = await t.executor.run(t.createNote, request('held'));
       expect(outcome.ok).toBe(false);

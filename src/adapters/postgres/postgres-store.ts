@@ -113,7 +113,8 @@ export class PostgresStore implements Store<PgClient> {
     return this.#transaction(
       async (client) => {
         await client.query('SELECT pg_advisory_xact_lock($1)', [identityLockKey(unit.identity)]);
-        const decision = unit.decide(await find(client, unit.identity));
+        const existing = await find(client, unit.identity);
+        const decision = unit.decide(existing);
         if (decision.kind !== 'execute') return { kind: 'decided', decision } as const;
         this.faults.hit('after_claim');
         const pending: Promise<unknown>[] = [];
@@ -134,10 +135,13 @@ export class PostgresStore implements Store<PgClient> {
         await Promise.all(pending);
         this.faults.hit('after_effect');
         const record = unit.receipt(result);
-        await client.query(
-          `DELETE FROM idem_tombstones WHERE ${IDENTITY_WHERE}`,
-          identityParams(record.identity),
-        );
+        // A tombstone past its life must not outlive the new record (rare: only then a round trip).
+        if (existing?.kind === 'tombstone') {
+          await client.query(
+            `DELETE FROM idem_tombstones WHERE ${IDENTITY_WHERE}`,
+            identityParams(record.identity),
+          );
+        }
         await client.query(UPSERT, operationParams(record));
         return { kind: 'executed', receipt: record } as const;
       },
@@ -384,8 +388,8 @@ export class PostgresStore implements Store<PgClient> {
       }
       let committing = false;
       try {
-        await client.query('BEGIN');
-        await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(this.#lockTimeoutMs))}`);
+        // One round trip: BEGIN and the transaction's lock bound.
+        await client.query(`BEGIN; SET LOCAL lock_timeout = ${Math.max(1, Math.round(this.#lockTimeoutMs))}`);
         const value = await body(client);
         if (options.commitFaults) this.faults.hit('before_commit');
         committing = true;
@@ -433,19 +437,25 @@ function identityLockKey(identity: OperationIdentity): string {
     .toString();
 }
 
+/** The record or tombstone of an identity, in one round trip. */
 async function find(client: PgClient, identity: OperationIdentity): Promise<Existing | undefined> {
-  const params = identityParams(identity);
-  const operation = await client.query<OperationRow>(
-    `SELECT * FROM idem_operations WHERE ${IDENTITY_WHERE}`,
-    params,
+  const { rows } = await client.query<{ source: string; data: string }>(
+    `SELECT 'operation' AS source, row_to_json(o)::text AS data FROM idem_operations o WHERE ${IDENTITY_WHERE}
+     UNION ALL
+     SELECT 'tombstone', row_to_json(t)::text FROM idem_tombstones t WHERE ${IDENTITY_WHERE}`,
+    identityParams(identity),
   );
-  if (operation.rows[0] !== undefined) return { kind: 'receipt', receipt: toRecord(operation.rows[0]) };
-  const tomb = await client.query<{ fingerprint: string; receipt_expired_at: string; expires_at: string }>(
-    `SELECT fingerprint, receipt_expired_at, expires_at FROM idem_tombstones WHERE ${IDENTITY_WHERE}`,
-    params,
-  );
-  const row = tomb.rows[0];
-  if (row === undefined) return undefined;
+  const operation = rows.find((r) => r.source === 'operation');
+  if (operation !== undefined) {
+    return { kind: 'receipt', receipt: toRecord(JSON.parse(operation.data) as OperationRow) };
+  }
+  const tomb = rows[0];
+  if (tomb === undefined) return undefined;
+  const row = JSON.parse(tomb.data) as {
+    fingerprint: string;
+    receipt_expired_at: number;
+    expires_at: number;
+  };
   return {
     kind: 'tombstone',
     tombstone: {
