@@ -2,39 +2,26 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { openSqlite } from '../adapters/sqlite/open-sqlite.js';
 import type { SqliteDatabase } from '../adapters/sqlite/sqlite-database.js';
 import { SqliteStore } from '../adapters/sqlite/sqlite-store.js';
-import { systemClock, type Clock } from '../core/clock.js';
+import type { Clock } from '../core/clock.js';
 import { FaultPoints } from '../core/fault-points.js';
-import { silentLogger, type Logger } from '../core/logger.js';
-import { DEFAULT_RETENTION_MS, Executor } from '../executor/executor.js';
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
+import type { Logger } from '../core/logger.js';
+import type { RetryPolicy } from '../core/retry-policy.js';
+import type { Executor } from '../executor/executor.js';
 import { NotesApp } from './notes-app.js';
 import { referenceMcpServer } from './reference-tools.js';
-import type { TokenRegistry } from './token-registry.js';
+import { referenceExecutor, referenceSettings, type ReferenceSettingsOptions } from './reference-settings.js';
 import type { ServerApp } from './server-app.js';
+import type { TokenRegistry } from './token-registry.js';
 
-export const DEFAULT_TOMBSTONE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
-
-export interface ReferenceAppOptions {
-  dbPath: string;
-  registry: TokenRegistry;
-  clock?: Clock;
-  logger?: Logger;
-  faults?: FaultPoints;
-  retentionMs?: number;
-  tombstoneTtlMs?: number;
-  lockTimeoutMs?: number;
-  synchronous?: 'FULL' | 'NORMAL';
-  /** Base URL of the deployment provider (also the webhook receiver of create_note's notify). */
-  providerUrl?: string;
-  /** The worker's policy for start_deployment. Default DEFAULT_RETRY_POLICY. */
-  deploymentPolicy?: RetryPolicy;
-  /** How long a retry waits for an in-flight operation. Default 2 s. */
-  inFlightWaitMs?: number;
-}
-
+export { DEFAULT_TOMBSTONE_TTL_MS } from './reference-settings.js';
 export { SERVER_INFO } from './reference-tools.js';
 
-/** The reference server's state: one database, one store, one executor, the notes application. */
+export interface ReferenceAppOptions extends ReferenceSettingsOptions {
+  dbPath: string;
+  synchronous?: 'FULL' | 'NORMAL';
+}
+
+/** The reference server on SQLite: one database, one store, one executor, the notes application. */
 export class ReferenceApp implements ServerApp {
   readonly db: SqliteDatabase;
   readonly store: SqliteStore;
@@ -49,13 +36,16 @@ export class ReferenceApp implements ServerApp {
   readonly deploymentPolicy: RetryPolicy;
 
   constructor(options: ReferenceAppOptions) {
-    this.clock = options.clock ?? systemClock;
-    this.logger = options.logger ?? silentLogger;
-    this.registry = options.registry;
-    this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
-    this.tombstoneTtlMs = options.tombstoneTtlMs ?? DEFAULT_TOMBSTONE_TTL_MS;
-    this.providerUrl = options.providerUrl;
-    this.deploymentPolicy = options.deploymentPolicy ?? DEFAULT_RETRY_POLICY;
+    const settings = referenceSettings(options);
+    ({
+      registry: this.registry,
+      clock: this.clock,
+      logger: this.logger,
+      retentionMs: this.retentionMs,
+      tombstoneTtlMs: this.tombstoneTtlMs,
+      providerUrl: this.providerUrl,
+      deploymentPolicy: this.deploymentPolicy,
+    } = settings);
     this.db = openSqlite(options.dbPath, { synchronous: options.synchronous ?? 'FULL' });
     // The application's schema first, while the driver's own busy wait still covers concurrent starts.
     this.notes = new NotesApp(this.db, this.clock);
@@ -64,16 +54,9 @@ export class ReferenceApp implements ServerApp {
       faults: options.faults ?? new FaultPoints(),
       ...(options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs }),
     });
-    this.executor = new Executor({
-      store: this.store,
-      clock: this.clock,
-      logger: this.logger,
-      authorize: (principal, workspace) => this.registry.holds(principal, workspace),
-      ...(options.inFlightWaitMs === undefined ? {} : { inFlightWaitMs: options.inFlightWaitMs }),
-    });
+    this.executor = referenceExecutor(this.store, settings, options.inFlightWaitMs);
   }
 
-  /** A new McpServer with the reference tools (one per HTTP request, or one for stdio). */
   createMcpServer(): McpServer {
     return referenceMcpServer(this, this.executor, this.notes);
   }

@@ -1,0 +1,64 @@
+import { systemClock, type Clock } from '../core/clock.js';
+import type { FaultPoints } from '../core/fault-points.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
+import { DEFAULT_RETENTION_MS, Executor } from '../executor/executor.js';
+import type { Store } from '../store/store.js';
+import type { TokenRegistry } from './token-registry.js';
+
+export const DEFAULT_TOMBSTONE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** What the reference server is configured with, whatever its engine. */
+export interface ReferenceSettingsOptions {
+  registry: TokenRegistry;
+  clock?: Clock;
+  logger?: Logger;
+  faults?: FaultPoints;
+  retentionMs?: number;
+  tombstoneTtlMs?: number;
+  lockTimeoutMs?: number;
+  /** Base URL of the deployment provider (also the webhook receiver of create_note's notify). */
+  providerUrl?: string;
+  /** The worker's policy for start_deployment. Default DEFAULT_RETRY_POLICY. */
+  deploymentPolicy?: RetryPolicy;
+  /** How long a retry waits for an in-flight operation. Default 2 s. */
+  inFlightWaitMs?: number;
+}
+
+export interface ReferenceSettings {
+  readonly registry: TokenRegistry;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly retentionMs: number;
+  readonly tombstoneTtlMs: number;
+  readonly providerUrl: string | undefined;
+  readonly deploymentPolicy: RetryPolicy;
+}
+
+/** The options with their defaults filled in: one place for both engines. */
+export function referenceSettings(options: ReferenceSettingsOptions): ReferenceSettings {
+  return {
+    registry: options.registry,
+    clock: options.clock ?? systemClock,
+    logger: options.logger ?? silentLogger,
+    retentionMs: options.retentionMs ?? DEFAULT_RETENTION_MS,
+    tombstoneTtlMs: options.tombstoneTtlMs ?? DEFAULT_TOMBSTONE_TTL_MS,
+    providerUrl: options.providerUrl,
+    deploymentPolicy: options.deploymentPolicy ?? DEFAULT_RETRY_POLICY,
+  };
+}
+
+/** The executor of a reference server: the token registry decides who may act where. */
+export function referenceExecutor<App>(
+  store: Store<App>,
+  settings: ReferenceSettings,
+  inFlightWaitMs: number | undefined,
+): Executor<App> {
+  return new Executor({
+    store,
+    clock: settings.clock,
+    logger: settings.logger,
+    authorize: (principal, workspace) => settings.registry.holds(principal, workspace),
+    ...(inFlightWaitMs === undefined ? {} : { inFlightWaitMs }),
+  });
+}
