@@ -173,7 +173,7 @@ export class Executor<App> {
       requestFingerprint: string,
     ) => Pick<CommitUnit<App>, 'effect' | 'receipt'>,
   ): Promise<CallOutcome> {
-    const attemptId = newAttemptId();
+    const attemptId = newAttemptId(this.#clock.now());
     const started = this.#clock.monotonic();
     let operationId: string | undefined;
     const finish = (outcome: CallOutcome): CallOutcome => {
@@ -217,7 +217,7 @@ export class Executor<App> {
         return finish(await this.#settle(early.receipt, attemptId, request.signal));
       if (early.kind === 'reject') throw early.error;
 
-      operationId = newOperationId();
+      operationId = newOperationId(this.#clock.now());
       const context = { operationId, attemptId, identity };
       const outcome = await this.store.commit(
         {

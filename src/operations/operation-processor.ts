@@ -90,7 +90,7 @@ export class OperationProcessor {
 
   async #attempt(op: OperationRecord, handler: DurableHandler, lease: AbortSignal): Promise<Next> {
     const { store, writer, clock, logger, workerId, faults } = this.#o;
-    const attemptId = newAttemptId();
+    const attemptId = newAttemptId(clock.now());
     const from = ['accepted', 'running'] as const;
     const started = await store.startAttempt(op.operationId, { workerId, attemptId, now: clock.now(), from });
     if (started === undefined) return writer.reread(op);

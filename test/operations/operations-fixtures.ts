@@ -67,7 +67,7 @@ export async function accept(
   args: JsonObject,
   options: AcceptOptions = {},
 ): Promise<OperationRecord> {
-  const operationId = newOperationId();
+  const operationId = newOperationId(clock.now());
   const identity: OperationIdentity = {
     principal: 'alice',
     workspace: 'team-a',
@@ -91,7 +91,7 @@ export async function accept(
   };
   const outcome = await store.commit({
     identity,
-    context: { operationId, attemptId: newAttemptId(), identity },
+    context: { operationId, attemptId: newAttemptId(clock.now()), identity },
     decide: () => ({ kind: 'execute' }),
     receipt: () => record,
   });

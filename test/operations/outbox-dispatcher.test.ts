@@ -48,7 +48,7 @@ async function commitWithMessages(
   intents: OutboxIntent[],
   fail = false,
 ) {
-  const operationId = newOperationId();
+  const operationId = newOperationId(clock.now());
   const identity: OperationIdentity = {
     principal: 'alice',
     workspace: 'team-a',
@@ -59,7 +59,7 @@ async function commitWithMessages(
   const now = clock.now();
   return store.commit({
     identity,
-    context: { operationId, attemptId: newAttemptId(), identity },
+    context: { operationId, attemptId: newAttemptId(clock.now()), identity },
     decide: () => ({ kind: 'execute' }),
     effect: (_db, context) => {
       for (const intent of intents) void context.enqueue(intent);

@@ -184,7 +184,7 @@ describe('lease takeover after a crash', () => {
     await t.storeA.claimDue({ workerId: 'ghost', now: clock.now(), leaseMs: LEASE_MS });
     const started = await t.storeA.startAttempt(op.operationId, {
       workerId: 'ghost',
-      attemptId: newAttemptId(),
+      attemptId: newAttemptId(clock.now()),
       now: clock.now(),
       from: ['accepted'],
     });
