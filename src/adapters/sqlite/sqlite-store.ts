@@ -124,9 +124,9 @@ export class SqliteStore implements Store<SqliteDatabase> {
       ),
       deleteTombstone: db.prepare(`DELETE FROM idem_tombstones WHERE ${IDENTITY_WHERE}`),
       byOperationId: db.prepare('SELECT * FROM idem_operations WHERE operation_id = ?'),
-      list: db.prepare('SELECT * FROM idem_operations ORDER BY created_at DESC, rowid DESC LIMIT ?'),
+      list: db.prepare('SELECT * FROM idem_operations ORDER BY rowid DESC LIMIT ?'),
       listByStatus: db.prepare(
-        'SELECT * FROM idem_operations WHERE status = ? ORDER BY created_at DESC, rowid DESC LIMIT ?',
+        'SELECT * FROM idem_operations WHERE status = ? ORDER BY rowid DESC LIMIT ?',
       ),
       tombstoneBatch: db.prepare(
         `INSERT OR REPLACE INTO idem_tombstones
