@@ -59,8 +59,14 @@ export interface SweepOptions extends SignalOption {
   readonly now: number;
   /** How long a tombstone outlives its record, ms. */
   readonly tombstoneTtlMs: number;
-  /** Rows per transaction; small so that writers are never blocked for long. */
+  /** Most rows per transaction. */
   readonly batchSize: number;
+  /**
+   * How long one batch transaction should take, ms (default 1 ms, `DEFAULT_SWEEP_BATCH_BUDGET_MS`): the
+   * store sizes each batch (at most `batchSize` rows) from how long the previous ones took, so that
+   * a writer arriving during a sweep waits about this long at most.
+   */
+  readonly batchBudgetMs?: number;
   /** Stop after this many batches (default: until nothing is left). */
   readonly maxBatches?: number;
 }

@@ -350,6 +350,39 @@ for (const factory of storeFactories) {
         }
       });
 
+      it('sizes each batch by how long the last ones took (batchBudgetMs)', async () => {
+        const clock = new FakeClock();
+        const t = await open({ clock });
+        const op = t.noteOperation({ retentionMs: HOUR });
+        for (let i = 0; i < 25; i += 1) succeeded(await call(t, `key-${i}`, `body-${i}`, {}, op));
+        clock.advance(HOUR);
+        // On the fake clock no time passes inside a batch: every batch takes the whole batchSize.
+        const fast = await t.store.sweep({ now: clock.now(), tombstoneTtlMs: DAY, batchSize: 10 });
+        expect(fast).toEqual({ tombstoned: 25, tombstonesDeleted: 0, batches: 3 });
+
+        const slowClock = new FakeClock();
+        let ticks = 0;
+        const slow = await open({
+          clock: {
+            now: () => slowClock.now(),
+            sleep: (ms, options) => slowClock.sleep(ms, options),
+            // Every reading is a millisecond later: each batch looks far over a 1 µs budget.
+            monotonic: () => (ticks += 1),
+          },
+        });
+        for (let i = 0; i < 25; i += 1) succeeded(await call(slow, `key-${i}`, `body-${i}`, {}, op));
+        slowClock.advance(HOUR);
+        const halved = await slow.store.sweep({
+          now: slowClock.now(),
+          tombstoneTtlMs: DAY,
+          batchSize: 10,
+          batchBudgetMs: 0.001,
+        });
+        // 10, 5, 3, 2, then single rows: over budget, each batch is half the last, down to one row.
+        expect(halved).toEqual({ tombstoned: 25, tombstonesDeleted: 0, batches: 9 });
+        expect(await counts(slow)).toEqual({ notes: 25, receipts: 0, tombstones: 25 });
+      });
+
       it('stops after maxBatches and leaves only due receipts to later sweeps', async () => {
         const clock = new FakeClock();
         const t = await open({ clock });

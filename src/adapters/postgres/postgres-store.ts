@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { sweepBatchSizer } from '../../core/batch-sizer.js';
 import { systemClock, type Clock } from '../../core/clock.js';
 import { IdemError } from '../../core/errors.js';
 import { FaultPoints } from '../../core/fault-points.js';
@@ -112,7 +113,6 @@ export class PostgresStore implements Store<PgClient> {
   async commit(unit: CommitUnit<PgClient>, options: SignalOption = {}): Promise<CommitOutcome> {
     return this.#transaction(
       async (client) => {
-        await client.query('SELECT pg_advisory_xact_lock($1)', [identityLockKey(unit.identity)]);
         const existing = await find(client, unit.identity);
         const decision = unit.decide(existing);
         if (decision.kind !== 'execute') return { kind: 'decided', decision } as const;
@@ -145,7 +145,7 @@ export class PostgresStore implements Store<PgClient> {
         await client.query(UPSERT, operationParams(record));
         return { kind: 'executed', receipt: record } as const;
       },
-      { ...options, commitFaults: true },
+      { ...options, commitFaults: true, lockKey: identityLockKey(unit.identity) },
     );
   }
 
@@ -177,8 +177,11 @@ export class PostgresStore implements Store<PgClient> {
     let tombstonesDeleted = 0;
     let batches = 0;
     const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
+    const sizer = sweepBatchSizer(options);
     while (batches < maxBatches) {
       options.signal?.throwIfAborted();
+      const rows = sizer.size;
+      const started = this.#clock.monotonic();
       const { moved, deleted } = await this.#transaction(async (client) => {
         // Only final records expire; SKIP LOCKED keeps the sweeper out of writers' way.
         const movedResult = await client.query(
@@ -194,15 +197,16 @@ export class PostgresStore implements Store<PgClient> {
            SELECT principal, workspace, operation, version, idem_key, fingerprint, expires_at, expires_at + $3 FROM moved
            ON CONFLICT ${PK} DO UPDATE SET fingerprint = excluded.fingerprint,
              receipt_expired_at = excluded.receipt_expired_at, expires_at = excluded.expires_at`,
-          [options.now, options.batchSize, options.tombstoneTtlMs],
+          [options.now, rows, options.tombstoneTtlMs],
         );
         const deletedResult = await client.query(
           `DELETE FROM idem_tombstones WHERE ctid IN
              (SELECT ctid FROM idem_tombstones WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-          [options.now, options.batchSize],
+          [options.now, rows],
         );
         return { moved: movedResult.rowCount ?? 0, deleted: deletedResult.rowCount ?? 0 };
       }, options);
+      sizer.record(Math.max(moved, deleted), this.#clock.monotonic() - started);
       if (moved === 0 && deleted === 0) break;
       tombstoned += moved;
       tombstonesDeleted += deleted;
@@ -376,8 +380,13 @@ export class PostgresStore implements Store<PgClient> {
    */
   async #transaction<T>(
     body: (client: PgClient) => Promise<T>,
-    options: SignalOption & { commitFaults?: boolean } = {},
+    options: SignalOption & { commitFaults?: boolean; lockKey?: bigint } = {},
   ): Promise<T> {
+    // One round trip: BEGIN, the transaction's lock bound and, for a call, the identity's lock.
+    // A bigint prints as digits only, so it is safe inline in the simple-query protocol.
+    const begin =
+      `BEGIN; SET LOCAL lock_timeout = ${Math.max(1, Math.round(this.#lockTimeoutMs))}` +
+      (options.lockKey === undefined ? '' : `; SELECT pg_advisory_xact_lock(${options.lockKey.toString()})`);
     for (let attempt = 0; ; attempt += 1) {
       options.signal?.throwIfAborted();
       let client: PgClient;
@@ -388,8 +397,7 @@ export class PostgresStore implements Store<PgClient> {
       }
       let committing = false;
       try {
-        // One round trip: BEGIN and the transaction's lock bound.
-        await client.query(`BEGIN; SET LOCAL lock_timeout = ${Math.max(1, Math.round(this.#lockTimeoutMs))}`);
+        await client.query(begin);
         const value = await body(client);
         if (options.commitFaults) this.faults.hit('before_commit');
         committing = true;
@@ -429,12 +437,11 @@ function isIdemErrorLike(error: unknown): boolean {
 }
 
 /** A 64-bit advisory lock key per identity (a collision only serializes two unrelated calls). */
-function identityLockKey(identity: OperationIdentity): string {
+function identityLockKey(identity: OperationIdentity): bigint {
   return createHash('sha256')
     .update(JSON.stringify(identityParams(identity)))
     .digest()
-    .readBigInt64BE(0)
-    .toString();
+    .readBigInt64BE(0);
 }
 
 /** The record or tombstone of an identity, in one round trip. */

@@ -1,3 +1,4 @@
+import { sweepBatchSizer } from '../../core/batch-sizer.js';
 import { systemClock, type Clock } from '../../core/clock.js';
 import { IdemError } from '../../core/errors.js';
 import { FaultPoints } from '../../core/fault-points.js';
@@ -125,9 +126,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
       deleteTombstone: db.prepare(`DELETE FROM idem_tombstones WHERE ${IDENTITY_WHERE}`),
       byOperationId: db.prepare('SELECT * FROM idem_operations WHERE operation_id = ?'),
       list: db.prepare('SELECT * FROM idem_operations ORDER BY rowid DESC LIMIT ?'),
-      listByStatus: db.prepare(
-        'SELECT * FROM idem_operations WHERE status = ? ORDER BY rowid DESC LIMIT ?',
-      ),
+      listByStatus: db.prepare('SELECT * FROM idem_operations WHERE status = ? ORDER BY rowid DESC LIMIT ?'),
       tombstoneBatch: db.prepare(
         `INSERT OR REPLACE INTO idem_tombstones
            (principal, workspace, operation, version, idem_key, fingerprint, receipt_expired_at, expires_at)
@@ -251,13 +250,17 @@ export class SqliteStore implements Store<SqliteDatabase> {
     let tombstonesDeleted = 0;
     let batches = 0;
     const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
+    const sizer = sweepBatchSizer(options);
     while (batches < maxBatches) {
       options.signal?.throwIfAborted();
       const { moved, deleted } = await this.#tx.write(() => {
-        this.#sql.tombstoneBatch!.run(options.tombstoneTtlMs, options.now, options.batchSize);
-        this.#sql.deleteAttemptsBatch!.run(options.now, options.batchSize);
-        const moved = this.#sql.deleteExpiredBatch!.run(options.now, options.batchSize).changes;
-        const deleted = this.#sql.deleteTombstoneBatch!.run(options.now, options.batchSize).changes;
+        const started = this.#clock.monotonic();
+        const rows = sizer.size;
+        this.#sql.tombstoneBatch!.run(options.tombstoneTtlMs, options.now, rows);
+        this.#sql.deleteAttemptsBatch!.run(options.now, rows);
+        const moved = this.#sql.deleteExpiredBatch!.run(options.now, rows).changes;
+        const deleted = this.#sql.deleteTombstoneBatch!.run(options.now, rows).changes;
+        sizer.record(Math.max(moved, deleted), this.#clock.monotonic() - started);
         return { moved, deleted };
       }, options);
       if (moved === 0 && deleted === 0) break;

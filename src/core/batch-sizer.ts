@@ -1,0 +1,49 @@
+/** Default duration of one sweep batch, ms: short against a first execution's own commit. */
+export const DEFAULT_SWEEP_BATCH_BUDGET_MS = 1;
+
+/**
+ * Sizes the next batch of a background job (the sweeper) so that each batch takes about
+ * `budgetMs`: a batch holds the database's single writer (SQLite) for its whole duration, so its
+ * length, not its row count, is what a concurrent caller waits for. Pure: the caller measures.
+ */
+export class BatchSizer {
+  readonly #max: number;
+  readonly #budgetMs: number;
+  #size: number;
+
+  /** `max` rows at most per batch; the first batch takes `min(max, start)`. */
+  constructor(options: { max: number; budgetMs: number; start?: number }) {
+    if (!Number.isInteger(options.max) || options.max < 1)
+      throw new RangeError('max must be a positive integer');
+    if (!(options.budgetMs > 0)) throw new RangeError('budgetMs must be positive');
+    this.#max = options.max;
+    this.#budgetMs = options.budgetMs;
+    this.#size = Math.min(options.max, options.start ?? 32);
+  }
+
+  /** Rows to take in the next batch. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /**
+   * Records that a batch of `rows` took `elapsedMs`. The next size is scaled towards the budget,
+   * at most doubling and at least halving per batch so that one noisy measurement cannot swing it.
+   */
+  record(rows: number, elapsedMs: number): void {
+    if (rows <= 0) return;
+    const perRow = Math.max(elapsedMs, 0) / rows;
+    const fitting = perRow === 0 ? this.#max : Math.floor(this.#budgetMs / perRow);
+    const next = Math.min(fitting, this.#size * 2, this.#max);
+    this.#size = Math.max(1, Math.ceil(this.#size / 2), next);
+    if (this.#size > this.#max) this.#size = this.#max;
+  }
+}
+
+/** The sizer for one sweep: at most `batchSize` rows a batch, each about `batchBudgetMs` long. */
+export function sweepBatchSizer(options: { batchSize: number; batchBudgetMs?: number }): BatchSizer {
+  return new BatchSizer({
+    max: options.batchSize,
+    budgetMs: options.batchBudgetMs ?? DEFAULT_SWEEP_BATCH_BUDGET_MS,
+  });
+}
