@@ -36,7 +36,7 @@ ${DATABASE_HELP}
   --tombstone-retention DUR  how long an expired key is refused after that (default 30d)
   --lock-timeout DUR         wait for the write lock before answering busy (default 5s)
   --sweep-interval DUR       how often expired receipts are swept (default 60s)
-  --sweep-batch N            rows per sweep transaction (default 500)
+  --sweep-batch N            most rows per sweep transaction (default 500; each is sized to ~0.5 ms)
   --synchronous FULL|NORMAL  SQLite durability (default FULL)
   --in-flight-wait DUR       a retry of a running operation waits this long (default 2s)
   --no-worker                do not run the worker here (run \`idem worker\` instead)

@@ -1,5 +1,5 @@
 /** Default duration of one sweep batch, ms: short against a first execution's own commit. */
-export const DEFAULT_SWEEP_BATCH_BUDGET_MS = 1;
+export const DEFAULT_SWEEP_BATCH_BUDGET_MS = 0.5;
 
 /**
  * Sizes the next batch of a background job (the sweeper) so that each batch takes about
