@@ -198,7 +198,7 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
   if (floorFull !== undefined && idemFull !== undefined) {
     out['first-full-c1'] =
       `At synchronous=FULL every COMMIT waits for an fsync; the floor's p50 is ${fmtUs(floorFull.p50Us)} and Idem's ${fmtUs(idemFull.p50Us)}. ` +
-      `Idem appends ${String(x('sqlite-full/idem/first/c1', 'walPagesPerCall') ?? '?')} WAL pages per call against ${String(x('sqlite-full/floor/first/c1', 'walPagesPerCall') ?? '?')} for the floor (the receipt and its four indexes), and adds the fixed CPU work of an idempotent call (key check, fingerprint, two lookups, tombstone DELETE, receipt upsert). ` +
+      `Idem appends ${String(x('sqlite-full/idem/first/c1', 'walPagesPerCall') ?? '?')} WAL pages per call against ${String(x('sqlite-full/floor/first/c1', 'walPagesPerCall') ?? '?')} for the floor (the receipt row and its three indexes: the identity primary key, the unique operation_id and expires_at), and adds the fixed CPU work of an idempotent call (key check, fingerprint, two lookups, tombstone DELETE, receipt upsert). ` +
       "The CPU profile shows most of the time in SQLite's C code under `#tryBatch` (the COMMIT: WAL write and fsync) and Idem's own JavaScript at a few percent." +
       split('full');
   }
@@ -209,11 +209,11 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
     const pages = (id: string) => String(x(id, 'walPagesPerCall') ?? '?');
     out['first-normal-c1'] =
       `At synchronous=NORMAL a COMMIT does not wait for the disk, so the floor costs one INSERT and the write() of its WAL pages (p50 ${fmtUs(floorNormal.p50Us)}). ` +
-      `Each Idem first execution appends ${pages('sqlite-normal/idem/first/c1')} pages to the WAL against ${pages('sqlite-normal/floor/first/c1')} for the floor and ${pages('sqlite-normal/naive/first/c1')} for the naive transaction: the receipt row lives in a table with five B-trees (the row, the identity primary key, the unique operation_id, expires_at and created_at indexes), three of them keyed by random ids, and more pages per commit also mean more frequent checkpoints (which do fsync at NORMAL). ` +
+      `Each Idem first execution appends ${pages('sqlite-normal/idem/first/c1')} pages to the WAL against ${pages('sqlite-normal/floor/first/c1')} for the floor and ${pages('sqlite-normal/naive/first/c1')} for the naive transaction: the receipt row lives in a table with four B-trees (the row, the identity primary key, the unique operation_id and expires_at), and more pages per commit also mean more frequent checkpoints (which do fsync at NORMAL). ` +
       `On top come the fixed CPU costs of an idempotent call — key validation, canonical JSON and SHA-256, the lock-free lookup, the lookup again under the lock, a tombstone DELETE, the result JSON and ids — so Idem's p50 is ${fmtUs(idemNormal.p50Us)}` +
       `${naiveNormal === undefined ? '' : `; even the naive idempotent transaction (no executor, a one-index receipt table) reaches only ${fmtRatio(naiveNormal.opsPerSec / floorNormal.opsPerSec)} of the floor`}. ` +
       split('normal') +
-      " In the CPU profile a JS function's self time includes the SQLite work it calls synchronously (`#tryBatch`: BEGIN and COMMIT with its WAL writes and checkpoints; the store's commit body: the lookup, the tombstone DELETE and the receipt upsert). Closing the gap needs fewer B-trees per receipt (e.g. a WITHOUT ROWID receipts table, no created_at index) — a schema change outside this bench.";
+      " In the CPU profile a JS function's self time includes the SQLite work it calls synchronously (`#tryBatch`: BEGIN and COMMIT with its WAL writes and checkpoints; the store's commit body: the lookup, the tombstone DELETE and the receipt upsert). Measured while choosing the schema: a WITHOUT ROWID table keyed by the identity writes as many pages (its wide rows split leaves more often), so the remaining lever would be fewer indexes than the three lookups need (by identity, by operation id, by expiry).";
   }
   const gc = m('sqlite-full/idem/first/c64');
   const nogc = m('sqlite-full/idem-nogc/first/c64');
@@ -223,7 +223,7 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
       `With group commit, 64 calls in flight reach ${fmtNum(gc.opsPerSec)} first executions/s (without it: ${fmtNum(nogc?.opsPerSec)}), against the floor's ${fmtNum(floorFull.opsPerSec)} at one caller. ` +
       (storage64 === undefined
         ? ''
-        : `Writing the same notes and receipts straight into Idem's schema, 64 per transaction and with none of Idem's code, reaches ${fmtNum(storage64.opsPerSec)}/s (${fmtRatio(storage64.opsPerSec / floorFull.opsPerSec)} of the floor): with the fsync shared, a batch is bound by the pages it writes — every call dirties random leaves of three B-trees keyed by random ids (the note id, the idempotency key, the operation id), and the WAL reaches the checkpoint threshold every few batches. Idem reaches ${fmtRatio(gc.opsPerSec / storage64.opsPerSec)} of that storage bound. `) +
+        : `Writing the same notes and receipts straight into Idem's schema, 64 per transaction and with none of Idem's code, reaches ${fmtNum(storage64.opsPerSec)}/s (${fmtRatio(storage64.opsPerSec / floorFull.opsPerSec)} of the floor): with the fsync shared, a batch is bound by the pages it writes — every call dirties random leaves of the B-trees keyed by random values (the note id, the idempotency key), and the WAL reaches the checkpoint threshold every few batches. Idem reaches ${fmtRatio(gc.opsPerSec / storage64.opsPerSec)} of that storage bound. `) +
       "The profile attributes the SQLite work to the JS function that calls it: `#tryBatch` (BEGIN, SAVEPOINT/RELEASE, COMMIT with its WAL write, fsync and checkpoints) and the store's commit body (lookup under the lock, receipt upsert).";
   }
   const pgTrips = x('pg/idem/first/c8', 'roundTripsPerCall');
@@ -232,8 +232,11 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
   const pgFloor = m('pg/floor/first/c8');
   if (pgIdem !== undefined && pgFloor !== undefined) {
     out['postgres-first-c8'] =
-      `Idem sends ${String(pgTrips ?? '?')} statements (round trips) per first execution — the lock-free lookup (2 SELECTs), then BEGIN, SET LOCAL lock_timeout, pg_advisory_xact_lock, 2 SELECTs under the lock, the note INSERT, the tombstone DELETE, the receipt upsert, COMMIT — against ${String(pgFloorTrips ?? '?')} for the autocommit INSERT. ` +
-      `With 8 in flight and a pool of 10 both wait mostly on the server (p50 ${fmtUs(pgIdem.p50Us)} vs ${fmtUs(pgFloor.p50Us)}); the Node process spends its time in socket writes and waits (see the profile), so the gap is round trips, not Idem's CPU. Closing it needs fewer statements per call in PostgresStore (e.g. one CTE for lookup + tombstone, no separate SET LOCAL), which this bench does not change.`;
+      `Idem sends ${String(pgTrips ?? '?')} statements (round trips) per first execution — the lock-free lookup (one SELECT over receipts and tombstones), then BEGIN with its lock_timeout and the identity's advisory lock in one round trip, the lookup again under the lock, the note INSERT, the receipt upsert (the tombstone DELETE only when one was found), COMMIT — against 3 for the bare insert transaction (BEGIN, INSERT, COMMIT) and ${String(pgFloorTrips ?? '?')} for the autocommit INSERT` +
+      (pgFloor === undefined || pgIdem === undefined
+        ? '. '
+        : ` (Idem runs at ${fmtRatio(pgIdem.opsPerSec / pgFloor.opsPerSec)} of the autocommit INSERT). `) +
+      `With 8 in flight and a pool of 10 both wait mostly on the server (p50 ${fmtUs(pgIdem.p50Us)} vs ${fmtUs(pgFloor.p50Us)}); the Node process spends its time in socket writes and waits (see the profile), so the gap is round trips, not Idem's CPU. The caller's effect runs between the claim and the receipt, so the claim, the effect and the receipt with its COMMIT stay separate round trips; closing the rest of the gap would take the lookups out of the write path (an optimistic claim) or group commit across calls as on SQLite.`;
   }
   const sweepRow = rows.find((r) => r.id === 'sweep/idem/first/during-sweep-b500');
   const sweepBase = m('sweep/idem/first/no-sweep-b500');
@@ -242,14 +245,15 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
     const batches = Number(sweepRow.extra?.sweepBatches ?? 0);
     const small = m('sweep/idem/first/during-sweep-b100');
     const smallBase = m('sweep/idem/first/no-sweep-b100');
+    const swept = Number(sweepRow.extra?.sweptReceipts ?? 0);
     out['sweep-p99'] =
-      `Each sweep batch (500 receipts moved to tombstones: three index-driven statements over five indexes) is one synchronous write transaction of about ${fmtNum(batches === 0 ? undefined : (seconds * 1000) / batches, 1)} ms including its fsync; ` +
-      `better-sqlite3 blocks the event loop meanwhile, so a writer that arrives during a batch waits for it (with group commit it shares the batch's COMMIT instead of waiting for a second fsync). ` +
+      `A sweep batch (receipts moved to tombstones: three index-driven statements) is one synchronous write transaction; better-sqlite3 blocks the event loop meanwhile, so a writer that arrives during a batch waits for it (with group commit it shares the batch's COMMIT instead of waiting for a second fsync). ` +
+      `Batches are sized by time, not rows: each is scaled so that its statements take about 0.5 ms (\`SweepOptions.batchBudgetMs\`), at most 500 rows; this sweep ran ${fmtNum(batches)} batches of ${fmtNum(batches === 0 ? undefined : swept / batches)} receipts on average in ${fmtNum(seconds, 1)} s. ` +
       `The writer's p50 goes from ${fmtUs(sweepBase.p50Us)} to ${fmtUs(sweepRow.measurement.p50Us)}. ` +
       (small !== undefined && smallBase !== undefined
-        ? `With batches of 100 the writer's p99 ratio is ${fmtRatio(small.p99Us / smallBase.p99Us)}. `
+        ? `With at most 100 rows a batch the writer's p99 ratio is ${fmtRatio(small.p99Us / smallBase.p99Us)}. `
         : '') +
-      'The bound is the batch size (`--sweep-batch`, `SweepOptions.batchSize`): smaller batches trade sweep throughput for writer latency.';
+      'What remains in the p99 is the checkpoints: the sweep fills the WAL several times faster than the writer alone, and the COMMIT that crosses the checkpoint threshold (1,000 pages) copies the WAL into the database and fsyncs it on the event-loop thread; moving checkpoints to a background thread is the next step.';
   }
   const mcp = results.find((t) => t.id === 'mcp-p50');
   if (mcp !== undefined) {
@@ -265,8 +269,8 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
     .join('; ');
   for (const id of ['receipts-p99-first', 'receipts-p99-replay']) {
     out[id] =
-      `Replays by receipts in the table — ${replayFigures}. A replay takes tens of microseconds, so its p99 moves with scheduling noise on a shared two-core machine; what really grows with the table is the B-tree depth and the share of index pages that no longer fit SQLite's own page cache (2 MB by default) and are read from the OS page cache, one pread per level. ` +
-      "A first execution's p99 is dominated by its fsync and stays flat. A larger `cache_size` or an `mmap_size` on the connection (openSqlite, outside this bench) would keep more of the index in memory.";
+      `Replays by receipts in the table — ${replayFigures}. A replay takes tens of microseconds, so its p99 moves with scheduling noise on a shared two-core machine; what really grows with the table is the B-tree depth and the share of index pages that no longer fit SQLite's page cache and are read from the OS page cache, one pread per level. openSqlite sets a 32 MiB page cache (SQLite's default is 2 MiB), which holds the upper levels of the indexes at these sizes, so a replay reads about one leaf per B-tree from the OS. ` +
+      "A first execution's p99 is dominated by its fsync and stays flat.";
   }
   const pt1 = m('pt-aof/powertools/first/c1');
   const idemPt1 = m('pt-aof/idem/first/c1');
@@ -276,7 +280,10 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
     (pt1 !== undefined && idemPt1 !== undefined
       ? ` (p50 ${fmtUs(idemPt1.p50Us)} against Powertools' ${fmtUs(pt1.p50Us)})`
       : '') +
-    ', so this ratio is bounded by the same receipt storage cost as the first target; on this disk an fsync of a few pages is cheap relative to the extra pages, which narrows the gap.';
+    ', so this ratio is bounded by the same receipt storage cost as the first target; on this disk an fsync of a few pages is cheap relative to the extra pages, which narrows the gap.' +
+    (pt1 !== undefined && floorFull !== undefined
+      ? ` With one caller no design that commits the note and its receipt together can run faster than the bare note insert it wraps: the floor (\`sqlite-full/floor/first/c1\`, measured in the SQLite suite's process) ran at ${fmtRatio(floorFull.opsPerSec / pt1.opsPerSec)} of Powertools' first execution, the ceiling for this ratio on this machine.`
+      : '');
   for (const id of ['powertools-first-c1', 'powertools-first-c8', 'powertools-replay-c1']) out[id] = ptText;
   return out;
 }

@@ -111,9 +111,9 @@ export function targets(receiptsSize: string): Target[] {
     },
     {
       id: 'postgres-first-c8',
-      label: 'PostgreSQL, first execution, 8 in flight: Idem vs the bare INSERT (autocommit)',
+      label: 'PostgreSQL, first execution, 8 in flight: Idem vs the bare insert transaction',
       numerator: 'pg/idem/first/c8',
-      denominator: 'pg/floor/first/c8',
+      denominator: 'pg/floor-tx/first/c8',
       metric: 'ops',
       op: '>=',
       threshold: 1,
