@@ -246,6 +246,8 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
     const small = m('sweep/idem/first/during-sweep-b100');
     const smallBase = m('sweep/idem/first/no-sweep-b100');
     const swept = Number(sweepRow.extra?.sweptReceipts ?? 0);
+    const bg = m('sweep/idem-bgckpt/first/during-sweep-b500');
+    const bgBase = m('sweep/idem-bgckpt/first/no-sweep-b500');
     out['sweep-p99'] =
       `A sweep batch (receipts moved to tombstones: three index-driven statements) is one synchronous write transaction; better-sqlite3 blocks the event loop meanwhile, so a writer that arrives during a batch waits for it (with group commit it shares the batch's COMMIT instead of waiting for a second fsync). ` +
       `Batches are sized by time, not rows: each is scaled so that its statements take about 0.5 ms (\`SweepOptions.batchBudgetMs\`), at most 500 rows; this sweep ran ${fmtNum(batches)} batches of ${fmtNum(batches === 0 ? undefined : swept / batches)} receipts on average in ${fmtNum(seconds, 1)} s. ` +
@@ -253,7 +255,10 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
       (small !== undefined && smallBase !== undefined
         ? `With at most 100 rows a batch the writer's p99 ratio is ${fmtRatio(small.p99Us / smallBase.p99Us)}. `
         : '') +
-      'What remains in the p99 is the checkpoints: the sweep fills the WAL several times faster than the writer alone, and the COMMIT that crosses the checkpoint threshold (1,000 pages) copies the WAL into the database and fsyncs it on the event-loop thread; moving checkpoints to a background thread is the next step.';
+      'What remains in the p99 is the checkpoints: the sweep fills the WAL several times faster than the writer alone, and the COMMIT that crosses the checkpoint threshold (1,000 pages) copies the WAL into the database and fsyncs it on the event-loop thread. ' +
+      (bg !== undefined && bgBase !== undefined
+        ? `With \`checkpoint: 'background'\` (a worker thread checkpoints every 10 ms) the writer's p99 during the sweep is ${fmtRatio(bg.p99Us / bgBase.p99Us)} of its p99 without one (\`sweep/idem-bgckpt/…\`); that mode is opt-in because its extra fsyncs of the database file slow a lone caller's first executions on this disk (see CHANGELOG and README).`
+        : '');
   }
   const mcp = results.find((t) => t.id === 'mcp-p50');
   if (mcp !== undefined) {

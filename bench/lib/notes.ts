@@ -57,7 +57,7 @@ export interface IdemSqlite {
 export function openIdemSqlite(
   path: string,
   synchronous: Synchronous,
-  options: Pick<SqliteStoreOptions, 'groupCommit'> = {},
+  options: Pick<SqliteStoreOptions, 'groupCommit' | 'checkpoint'> = {},
 ): IdemSqlite {
   const db = openSqlite(path, { synchronous });
   db.exec(NOTES_SQL);

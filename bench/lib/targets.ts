@@ -157,7 +157,7 @@ export function targets(receiptsSize: string): Target[] {
     },
     {
       id: 'sweep-p99',
-      label: 'Writer p99 during a sweep (batches of 500) vs without',
+      label: 'Writer p99 during a sweep (time-sized batches of at most 500 rows) vs without',
       numerator: 'sweep/idem/first/during-sweep-b500',
       denominator: 'sweep/idem/first/no-sweep-b500',
       metric: 'p99',

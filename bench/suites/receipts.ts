@@ -137,7 +137,8 @@ export async function receiptsSuite(context: SuiteContext): Promise<RowResult[]>
 }
 
 /**
- * The sweeper turning expired receipts into tombstones (batches of 500, the default) while a writer
+ * The sweeper turning expired receipts into tombstones (time-sized batches of at most 500 rows, the
+ * default; then at most 100; then with the background checkpointer) while a writer
  * runs first executions: the writer's p99 during the sweep against its p99 without one, on the
  * same table.
  */
@@ -145,13 +146,23 @@ export async function sweepSuite(context: SuiteContext): Promise<RowResult[]> {
   const expired = context.quick ? 100_000 : 1_000_000;
   const group = `Sweeper: ${formatCount(expired)} expired receipts moved to tombstones while a writer runs (SQLite FULL)`;
   const rows: RowResult[] = [];
-  for (const batchSize of context.quick ? [500] : [500, 100]) {
-    const baseId = `sweep/idem/first/no-sweep-b${batchSize}`;
-    const duringId = `sweep/idem/first/during-sweep-b${batchSize}`;
+  const configs: { batchSize: number; checkpoint: 'inline' | 'background' }[] = [
+    { batchSize: 500, checkpoint: 'inline' },
+    ...(context.quick ? [] : [{ batchSize: 100, checkpoint: 'inline' as const }]),
+    { batchSize: 500, checkpoint: 'background' },
+  ];
+  for (const { batchSize, checkpoint } of configs) {
+    const system = checkpoint === 'inline' ? 'idem' : 'idem-bgckpt';
+    const systemLabel =
+      checkpoint === 'inline'
+        ? 'Idem: Executor + SqliteStore'
+        : "Idem: Executor + SqliteStore, checkpoint: 'background'";
+    const baseId = `sweep/${system}/first/no-sweep-b${batchSize}`;
+    const duringId = `sweep/${system}/first/during-sweep-b${batchSize}`;
     if (!wanted(context, baseId) && !wanted(context, duringId)) continue;
-    const path = join(context.tmpDir, `sweep-${batchSize}.sqlite`);
+    const path = join(context.tmpDir, `sweep-${system}-${batchSize}.sqlite`);
     const seconds = prefill(path, expired, true);
-    const idem = openIdemSqlite(path, 'FULL');
+    const idem = openIdemSqlite(path, 'FULL', { checkpoint });
     try {
       const actual = countReceipts(idem);
       context.log(`prefilled ${actual.toLocaleString('en-US')} expired receipts in ${seconds.toFixed(1)} s`);
@@ -168,7 +179,7 @@ export async function sweepSuite(context: SuiteContext): Promise<RowResult[]> {
       const base: RowResult = {
         id: baseId,
         group,
-        system: 'Idem: Executor + SqliteStore',
+        system: systemLabel,
         scenario: `writer, no sweep (table of ${formatCount(actual)} expired receipts)`,
         concurrency: 1,
         measurement: without,
@@ -199,8 +210,8 @@ export async function sweepSuite(context: SuiteContext): Promise<RowResult[]> {
       const row: RowResult = {
         id: duringId,
         group,
-        system: 'Idem: Executor + SqliteStore',
-        scenario: `writer during a sweep (batches of ${batchSize})`,
+        system: systemLabel,
+        scenario: `writer during a sweep (at most ${batchSize} rows a batch, ~0.5 ms each)`,
         concurrency: 1,
         baseline: baseId,
         ratioOf: 'p99',

@@ -14,5 +14,8 @@ export interface SqliteDatabase {
   pragma(source: string, options?: { simple?: boolean }): unknown;
   readonly inTransaction: boolean;
   readonly open: boolean;
+  /** The file's path as opened (better-sqlite3 `name`); used to open a checkpointer beside it. */
+  readonly name?: string;
+  readonly readonly?: boolean;
   close(): unknown;
 }

@@ -1,0 +1,108 @@
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openSqlite, SqliteStore } from '../../src/adapters/sqlite/index.js';
+import { WalCheckpointer } from '../../src/adapters/sqlite/wal-checkpointer.js';
+import { Executor } from '../../src/index.js';
+
+const dirs: string[] = [];
+function path(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'idem-ckpt-'));
+  dirs.push(dir);
+  return join(dir, 'idem.sqlite');
+}
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** Rows of `table` in the database file alone, as if the WAL were lost: what checkpoints copied. */
+function rowsInDatabaseFile(file: string, table: string): number {
+  const copy = `${file}.copy`;
+  for (const suffix of ['', '-wal', '-shm']) rmSync(copy + suffix, { force: true });
+  copyFileSync(file, copy);
+  const db = openSqlite(copy);
+  try {
+    const exists = db.prepare('SELECT count(*) AS n FROM sqlite_master WHERE name = ?').get(table) as {
+      n: number;
+    };
+    if (exists.n === 0) return 0;
+    return (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+/** Polls `check` every 5 ms until it holds or `ms` pass (no fixed sleeps: the worker's pace decides). */
+async function eventually(check: () => boolean, ms = 5000): Promise<boolean> {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    if (check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return check();
+}
+
+describe('WalCheckpointer', () => {
+  it('copies committed WAL frames into the database file from its own thread', async () => {
+    const file = path();
+    const db = openSqlite(file);
+    db.pragma('wal_autocheckpoint = 0'); // only the worker may checkpoint
+    db.exec('CREATE TABLE t (v TEXT)');
+    const insert = db.prepare('INSERT INTO t VALUES (?)');
+    for (let i = 0; i < 200; i += 1) insert.run(`row ${i}`);
+    expect(rowsInDatabaseFile(file, 't')).toBe(0); // all 200 rows are still only in the WAL
+
+    const checkpointer = WalCheckpointer.start(file, { intervalMs: 5 });
+    try {
+      expect(await eventually(() => rowsInDatabaseFile(file, 't') === 200)).toBe(true);
+    } finally {
+      await checkpointer.stop();
+      db.close();
+    }
+  });
+
+  it('stops promptly, and stopping twice is harmless', async () => {
+    const file = path();
+    const db = openSqlite(file);
+    db.exec('CREATE TABLE t (v TEXT)');
+    const checkpointer = WalCheckpointer.start(file, { intervalMs: 5 });
+    await Promise.all([checkpointer.stop(), checkpointer.stop()]);
+    await checkpointer.stop();
+    db.close();
+  });
+});
+
+describe('SqliteStore checkpoint option', () => {
+  it("'inline' (the default) leaves checkpoints to SQLite: with them off, the file stays behind", async () => {
+    const file = path();
+    const db = openSqlite(file);
+    db.pragma('wal_autocheckpoint = 0');
+    const store = new SqliteStore(db);
+    const executor = new Executor({ store, authorize: () => true });
+    const op = { name: 'noop', version: 1, effect: () => ({ resource_id: 'r' }) };
+    for (let i = 0; i < 20; i += 1) {
+      expect((await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} })).ok).toBe(
+        true,
+      );
+    }
+    expect(await eventually(() => rowsInDatabaseFile(file, 'idem_operations') > 0, 200)).toBe(false);
+    await store.close();
+  });
+
+  it("'background' keeps the WAL backfilled while calls run; close() stops the worker", async () => {
+    const file = path();
+    const db = openSqlite(file);
+    db.pragma('wal_autocheckpoint = 0');
+    const store = new SqliteStore(db, { checkpoint: 'background' });
+    const executor = new Executor({ store, authorize: () => true });
+    const op = { name: 'noop', version: 1, effect: () => ({ resource_id: 'r' }) };
+    for (let i = 0; i < 50; i += 1) {
+      const outcome = await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} });
+      expect(outcome.ok).toBe(true);
+    }
+    expect(await eventually(() => rowsInDatabaseFile(file, 'idem_operations') === 50)).toBe(true);
+    await store.close();
+    expect(db.open).toBe(false);
+  });
+});
