@@ -1,19 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqlite, SqliteStore, SQLITE_SCHEMA_VERSION } from '../../src/adapters/sqlite/index.js';
 import { Executor } from '../../src/index.js';
+import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
 
-const dirs: string[] = [];
-function path(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'idem-open-'));
-  dirs.push(dir);
-  return join(dir, 'idem.sqlite');
-}
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+const path = (): string => tempFile();
+afterEach(removeTempFiles);
 
 describe('openSqlite', () => {
   it('opens in WAL mode with a 32 MiB page cache by default, or the one asked for', () => {

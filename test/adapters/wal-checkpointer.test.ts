@@ -1,20 +1,12 @@
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { copyFileSync, rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqlite, SqliteStore } from '../../src/adapters/sqlite/index.js';
 import { WalCheckpointer } from '../../src/adapters/sqlite/wal-checkpointer.js';
 import { Executor } from '../../src/index.js';
+import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
 
-const dirs: string[] = [];
-function path(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'idem-ckpt-'));
-  dirs.push(dir);
-  return join(dir, 'idem.sqlite');
-}
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+const path = (): string => tempFile();
+afterEach(removeTempFiles);
 
 /** Rows of `table` in the database file alone, as if the WAL were lost: what checkpoints copied. */
 function rowsInDatabaseFile(file: string, table: string): number {
