@@ -1,6 +1,8 @@
 import { copyFileSync, rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqlite, SqliteStore } from '../../src/adapters/sqlite/index.js';
+import { SWEEP_CHECKPOINTER_AFTER } from '../../src/adapters/sqlite/sqlite-store.js';
+import { FakeClock } from '../../src/testing/fake-clock.js';
 import { WalCheckpointer } from '../../src/adapters/sqlite/wal-checkpointer.js';
 import { Executor } from '../../src/index.js';
 import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
@@ -96,5 +98,35 @@ describe('SqliteStore checkpoint option', () => {
     expect(await eventually(() => rowsInDatabaseFile(file, 'idem_operations') === 50)).toBe(true);
     await store.close();
     expect(db.open).toBe(false);
+  });
+
+  it('a long sweep checkpoints from a worker while it runs, a short one does not', async () => {
+    const run = async (receipts: number) => {
+      const file = path();
+      const clock = new FakeClock();
+      const db = openSqlite(file);
+      db.pragma('wal_autocheckpoint = 0'); // only a checkpointer can fill the database file
+      const store = new SqliteStore(db, { clock });
+      const executor = new Executor({ store, authorize: () => true, clock });
+      const op = { name: 'noop', version: 1, retentionMs: 1000, effect: () => ({ resource_id: 'r' }) };
+      for (let i = 0; i < receipts; i += 1) {
+        expect((await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} })).ok).toBe(
+          true,
+        );
+      }
+      clock.advance(2000);
+      const swept = await store.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 1 });
+      const inFile = rowsInDatabaseFile(file, 'idem_tombstones');
+      await store.close();
+      return { batches: swept.batches, inFile };
+    };
+    expect(await run(SWEEP_CHECKPOINTER_AFTER - 2)).toEqual({
+      batches: SWEEP_CHECKPOINTER_AFTER - 2,
+      inFile: 0,
+    });
+    expect(await run(SWEEP_CHECKPOINTER_AFTER + 4)).toEqual({
+      batches: SWEEP_CHECKPOINTER_AFTER + 4,
+      inFile: SWEEP_CHECKPOINTER_AFTER + 4,
+    });
   });
 });

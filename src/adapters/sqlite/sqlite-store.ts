@@ -66,13 +66,19 @@ export interface SqliteStoreOptions {
    */
   groupCommit?: boolean | { maxBatch?: number; gather?: 'turn' | 'adaptive' };
   /**
-   * Where WAL checkpoints run. `'background'` (default for a WAL file opened for writing): a worker
-   * thread with its own connection checkpoints every few ms (WalCheckpointer), so a COMMIT seldom
-   * has to copy the WAL into the database on the event-loop thread. `'inline'`: SQLite's automatic
-   * checkpoint only. SQLite's automatic checkpoint stays on in both cases.
+   * Where WAL checkpoints run. `'inline'` (default): SQLite's automatic checkpoint, run by the COMMIT
+   * that crosses 1,000 WAL pages on the event-loop thread, except while a long sweep runs (more than
+   * `SWEEP_CHECKPOINTER_AFTER` batches): the sweep fills the WAL much faster than callers do, so it
+   * starts a background checkpointer for its own duration. `'background'`: a worker thread with its
+   * own connection checkpoints every 10 ms all the time (WalCheckpointer), so a COMMIT seldom copies
+   * the WAL itself; its extra fsyncs of the database file cost a lone caller some throughput.
+   * SQLite's automatic checkpoint stays on in both modes, as a safety net.
    */
   checkpoint?: 'background' | 'inline';
 }
+
+/** A sweep that has run this many batches checkpoints from a worker thread until it ends. */
+export const SWEEP_CHECKPOINTER_AFTER = 8;
 
 /** Default bound of one group-commit batch. */
 export const DEFAULT_GROUP_COMMIT_BATCH = 64;
@@ -262,24 +268,32 @@ export class SqliteStore implements Store<SqliteDatabase> {
     let batches = 0;
     const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
     const sizer = sweepBatchSizer(options);
-    while (batches < maxBatches) {
-      options.signal?.throwIfAborted();
-      const { moved, deleted } = await this.#tx.write(() => {
-        const started = this.#clock.monotonic();
-        const rows = sizer.size;
-        this.#sql.tombstoneBatch!.run(options.tombstoneTtlMs, options.now, rows);
-        this.#sql.deleteAttemptsBatch!.run(options.now, rows);
-        const moved = this.#sql.deleteExpiredBatch!.run(options.now, rows).changes;
-        const deleted = this.#sql.deleteTombstoneBatch!.run(options.now, rows).changes;
-        sizer.record(Math.max(moved, deleted), this.#clock.monotonic() - started);
-        return { moved, deleted };
-      }, options);
-      if (moved === 0 && deleted === 0) break;
-      tombstoned += moved;
-      tombstonesDeleted += deleted;
-      batches += 1;
-      // Let queued writers in between batches.
-      await new Promise((resolve) => setImmediate(resolve));
+    let helper: WalCheckpointer | undefined;
+    try {
+      while (batches < maxBatches) {
+        options.signal?.throwIfAborted();
+        const { moved, deleted } = await this.#tx.write(() => {
+          const started = this.#clock.monotonic();
+          const rows = sizer.size;
+          this.#sql.tombstoneBatch!.run(options.tombstoneTtlMs, options.now, rows);
+          this.#sql.deleteAttemptsBatch!.run(options.now, rows);
+          const moved = this.#sql.deleteExpiredBatch!.run(options.now, rows).changes;
+          const deleted = this.#sql.deleteTombstoneBatch!.run(options.now, rows).changes;
+          sizer.record(Math.max(moved, deleted), this.#clock.monotonic() - started);
+          return { moved, deleted };
+        }, options);
+        if (moved === 0 && deleted === 0) break;
+        tombstoned += moved;
+        tombstonesDeleted += deleted;
+        batches += 1;
+        if (batches === SWEEP_CHECKPOINTER_AFTER && this.#checkpointer === undefined) {
+          helper = startCheckpointer(this.#db);
+        }
+        // Let queued writers in between batches.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      await helper?.stop();
     }
     return { tombstoned, tombstonesDeleted, batches };
   }

@@ -16,6 +16,11 @@ const timer = setInterval(() => {
 }, workerData.intervalMs);
 parentPort.on('message', () => {
   clearInterval(timer);
+  try {
+    db.pragma('wal_checkpoint(PASSIVE)'); // leave the WAL backfilled, so the next writer rewinds it
+  } catch (error) {
+    // As above.
+  }
   db.close();
   parentPort.close();
 });
@@ -57,7 +62,7 @@ export class WalCheckpointer {
     return new WalCheckpointer(worker);
   }
 
-  /** Stops the worker and closes its connection; resolves when it has exited. */
+  /** Stops the worker after a last checkpoint and closes its connection; resolves when it has exited. */
   stop(): Promise<void> {
     if (this.#stopped === undefined) {
       // Whoever awaits the stop must keep the process alive until the worker is gone.
