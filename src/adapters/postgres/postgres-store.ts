@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { sweepBatchSizer } from '../../core/batch-sizer.js';
 import { systemClock, type Clock } from '../../core/clock.js';
 import { IdemError } from '../../core/errors.js';
 import { FaultPoints } from '../../core/fault-points.js';
@@ -177,11 +176,11 @@ export class PostgresStore implements Store<PgClient> {
     let tombstonesDeleted = 0;
     let batches = 0;
     const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
-    const sizer = sweepBatchSizer(options);
+    // batchBudgetMs does not apply: a batch here locks only its own rows (SKIP LOCKED), never a lock
+    // that callers wait for, so it takes the whole batchSize.
+    const rows = options.batchSize;
     while (batches < maxBatches) {
       options.signal?.throwIfAborted();
-      const rows = sizer.size;
-      const started = this.#clock.monotonic();
       const { moved, deleted } = await this.#transaction(async (client) => {
         // Only final records expire; SKIP LOCKED keeps the sweeper out of writers' way.
         const movedResult = await client.query(
@@ -206,7 +205,6 @@ export class PostgresStore implements Store<PgClient> {
         );
         return { moved: movedResult.rowCount ?? 0, deleted: deletedResult.rowCount ?? 0 };
       }, options);
-      sizer.record(Math.max(moved, deleted), this.#clock.monotonic() - started);
       if (moved === 0 && deleted === 0) break;
       tombstoned += moved;
       tombstonesDeleted += deleted;
