@@ -471,7 +471,11 @@ function startCheckpointer(db: SqliteDatabase): WalCheckpointer | undefined {
   const path = db.name;
   if (path === undefined || path === '' || path === ':memory:' || db.readonly === true) return undefined;
   if (String(db.pragma('journal_mode', { simple: true })).toLowerCase() !== 'wal') return undefined;
-  return WalCheckpointer.start(path);
+  try {
+    return WalCheckpointer.start(path);
+  } catch {
+    return undefined; // no thread to spare: SQLite's automatic checkpoint still runs
+  }
 }
 
 function withLockRetrySync<T>(clock: Clock, lockTimeoutMs: number, body: () => T): T {
