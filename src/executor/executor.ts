@@ -9,6 +9,7 @@ import type { JsonObject } from '../core/json.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { operationLabel, validateOperationName, type OperationIdentity } from '../core/operation-identity.js';
 import type { OperationRecord } from '../core/operation-record.js';
+import { isActive } from '../core/operation-state.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
 import type { CommitUnit, EffectContext, EffectResult, SignalOption, Store } from '../store/store.js';
 import { outcomeOf, type CallOutcome } from './call-outcome.js';
@@ -154,7 +155,7 @@ export class Executor<App> {
     let current = record;
     const started = this.#clock.monotonic();
     let pause = 25;
-    while (isUnfinished(current) && this.#clock.monotonic() - started < this.#waitMs) {
+    while (isActive(current.status) && this.#clock.monotonic() - started < this.#waitMs) {
       await this.#clock.sleep(Math.min(pause, this.#waitMs - (this.#clock.monotonic() - started)), {
         signal,
       });
@@ -258,10 +259,6 @@ export class Executor<App> {
       dispatched: false,
     } as const;
   }
-}
-
-function isUnfinished(record: OperationRecord): boolean {
-  return record.status === 'accepted' || record.status === 'running' || record.status === 'cancel_requested';
 }
 
 function checkEffectResult(result: EffectResult | undefined): EffectResult {

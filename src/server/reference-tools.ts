@@ -5,6 +5,7 @@ import { IdemError } from '../core/errors.js';
 import type { JsonObject, JsonValue } from '../core/json.js';
 import type { Clock } from '../core/clock.js';
 import type { OperationRecord } from '../core/operation-record.js';
+import { isActive } from '../core/operation-state.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
 import { outcomeOf } from '../executor/call-outcome.js';
 import { errorContent } from '../mcp/tool-result.js';
@@ -212,7 +213,7 @@ export function operationView(record: OperationRecord): JsonObject {
     resolved_by: record.resolvedBy,
     resolved_at: iso(record.resolvedAt),
   };
-  if (record.status === 'running' || record.status === 'accepted' || record.status === 'cancel_requested') {
+  if (isActive(record.status)) {
     view.error = undefined;
   }
   return Object.fromEntries(Object.entries(view).filter(([, v]) => v !== undefined)) as JsonObject;
