@@ -126,14 +126,13 @@ function register<App, Shape extends ZodRawShape>(
       annotations: { idempotentHint: true, readOnlyHint: false, destructiveHint: false },
     },
     async (raw: unknown, extra: RequestExtra) => {
-      const key = (raw as { idempotency_key?: unknown } | null)?.idempotency_key;
       const parsed = validateArguments(strict, raw);
       if (!parsed.ok) return toolResult(errorContent(parsed.error), true);
       const principal = principalOf(extra);
       if (principal === undefined) {
         return toolResult(errorContent(new IdemError('forbidden', 'no authenticated principal')), true);
       }
-      const { idempotency_key: _key, ...args } = parsed.value as ToolArgs<Shape> & {
+      const { idempotency_key: key, ...args } = parsed.value as ToolArgs<Shape> & {
         idempotency_key: string;
       };
       const outcome = await perform({
