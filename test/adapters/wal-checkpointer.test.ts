@@ -56,13 +56,19 @@ describe('WalCheckpointer', () => {
     }
   });
 
-  it('stops promptly, and stopping twice is harmless', async () => {
+  it('checkpoints once more when stopped, and stopping twice returns the same promise', async () => {
     const file = path();
     const db = openSqlite(file);
+    db.pragma('wal_autocheckpoint = 0');
     db.exec('CREATE TABLE t (v TEXT)');
-    const checkpointer = WalCheckpointer.start(file, { intervalMs: 5 });
-    await Promise.all([checkpointer.stop(), checkpointer.stop()]);
-    await checkpointer.stop();
+    const insert = db.prepare('INSERT INTO t VALUES (?)');
+    for (let i = 0; i < 30; i += 1) insert.run(`row ${i}`);
+    // The interval never fires here: only the checkpoint on stop can fill the database file.
+    const checkpointer = WalCheckpointer.start(file, { intervalMs: 60_000 });
+    const stopping = checkpointer.stop();
+    expect(checkpointer.stop()).toBe(stopping);
+    await stopping;
+    expect(rowsInDatabaseFile(file, 't')).toBe(30);
     db.close();
   });
 });
