@@ -224,7 +224,8 @@ export class SqliteStore implements Store<SqliteDatabase> {
   async commit(unit: CommitUnit<SqliteDatabase>, options: SignalOption = {}): Promise<CommitOutcome> {
     return this.#tx.write(
       () => {
-        const decision = unit.decide(this.#find(unit.identity));
+        const existing = this.#find(unit.identity);
+        const decision = unit.decide(existing);
         if (decision.kind !== 'execute') return { kind: 'decided', decision } as const;
         this.faults.hit('after_claim');
         const context: EffectContext = { ...unit.context, enqueue: (intent) => this.#enqueue(intent) };
@@ -237,7 +238,9 @@ export class SqliteStore implements Store<SqliteDatabase> {
         }
         this.faults.hit('after_effect');
         const record = unit.receipt(result);
-        this.#sql.deleteTombstone!.run(...identityParams(record.identity));
+        // A tombstone past its life must not outlive the new record (rare: only then a DELETE).
+        if (existing?.kind === 'tombstone')
+          this.#sql.deleteTombstone!.run(...identityParams(record.identity));
         this.#sql.upsertOperation!.run(...operationParams(record));
         return { kind: 'executed', receipt: record } as const;
       },
