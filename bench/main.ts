@@ -198,7 +198,7 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
   if (floorFull !== undefined && idemFull !== undefined) {
     out['first-full-c1'] =
       `At synchronous=FULL every COMMIT waits for an fsync; the floor's p50 is ${fmtUs(floorFull.p50Us)} and Idem's ${fmtUs(idemFull.p50Us)}. ` +
-      `Idem appends ${String(x('sqlite-full/idem/first/c1', 'walPagesPerCall') ?? '?')} WAL pages per call against ${String(x('sqlite-full/floor/first/c1', 'walPagesPerCall') ?? '?')} for the floor (the receipt row and its three indexes: the identity primary key, the unique operation_id and expires_at), and adds the fixed CPU work of an idempotent call (key check, fingerprint, two lookups, tombstone DELETE, receipt upsert). ` +
+      `Idem appends ${String(x('sqlite-full/idem/first/c1', 'walPagesPerCall') ?? '?')} WAL pages per call against ${String(x('sqlite-full/floor/first/c1', 'walPagesPerCall') ?? '?')} for the floor (the receipt row and its three indexes: the identity primary key, the unique operation_id and expires_at), and adds the fixed CPU work of an idempotent call (key check, fingerprint, two lookups, receipt upsert). ` +
       "The CPU profile shows most of the time in SQLite's C code under `#tryBatch` (the COMMIT: WAL write and fsync) and Idem's own JavaScript at a few percent." +
       split('full');
   }
@@ -210,10 +210,10 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
     out['first-normal-c1'] =
       `At synchronous=NORMAL a COMMIT does not wait for the disk, so the floor costs one INSERT and the write() of its WAL pages (p50 ${fmtUs(floorNormal.p50Us)}). ` +
       `Each Idem first execution appends ${pages('sqlite-normal/idem/first/c1')} pages to the WAL against ${pages('sqlite-normal/floor/first/c1')} for the floor and ${pages('sqlite-normal/naive/first/c1')} for the naive transaction: the receipt row lives in a table with four B-trees (the row, the identity primary key, the unique operation_id and expires_at), and more pages per commit also mean more frequent checkpoints (which do fsync at NORMAL). ` +
-      `On top come the fixed CPU costs of an idempotent call — key validation, canonical JSON and SHA-256, the lock-free lookup, the lookup again under the lock, a tombstone DELETE, the result JSON and ids — so Idem's p50 is ${fmtUs(idemNormal.p50Us)}` +
+      `On top come the fixed CPU costs of an idempotent call — key validation, canonical JSON and SHA-256, the lock-free lookup, the lookup again under the lock, the result JSON and ids — so Idem's p50 is ${fmtUs(idemNormal.p50Us)}` +
       `${naiveNormal === undefined ? '' : `; even the naive idempotent transaction (no executor, a one-index receipt table) reaches only ${fmtRatio(naiveNormal.opsPerSec / floorNormal.opsPerSec)} of the floor`}. ` +
       split('normal') +
-      " In the CPU profile a JS function's self time includes the SQLite work it calls synchronously (`#tryBatch`: BEGIN and COMMIT with its WAL writes and checkpoints; the store's commit body: the lookup, the tombstone DELETE and the receipt upsert). Measured while choosing the schema: a WITHOUT ROWID table keyed by the identity writes as many pages (its wide rows split leaves more often), so the remaining lever would be fewer indexes than the three lookups need (by identity, by operation id, by expiry).";
+      " In the CPU profile a JS function's self time includes the SQLite work it calls synchronously (`#tryBatch`: BEGIN and COMMIT with its WAL writes and checkpoints; the store's commit body: the lookup and the receipt upsert). Measured while choosing the schema: a WITHOUT ROWID table keyed by the identity writes as many pages (its wide rows split leaves more often), so the remaining lever would be fewer indexes than the three lookups need (by identity, by operation id, by expiry).";
   }
   const gc = m('sqlite-full/idem/first/c64');
   const nogc = m('sqlite-full/idem-nogc/first/c64');
