@@ -35,8 +35,8 @@ export class BatchSizer {
     const perRow = Math.max(elapsedMs, 0) / rows;
     const fitting = perRow === 0 ? this.#max : Math.floor(this.#budgetMs / perRow);
     const next = Math.min(fitting, this.#size * 2, this.#max);
+    // Both bounds are within [1, max] already: next is capped by max, half the size by the size.
     this.#size = Math.max(1, Math.ceil(this.#size / 2), next);
-    if (this.#size > this.#max) this.#size = this.#max;
   }
 }
 
