@@ -10,20 +10,28 @@ import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
 const path = (): string => tempFile();
 afterEach(removeTempFiles);
 
-/** Rows of `table` in the database file alone, as if the WAL were lost: what checkpoints copied. */
+/**
+ * Rows of `table` in the database file alone, as if the WAL were lost: what checkpoints copied.
+ * Copied while a checkpoint writes the file, the copy can be torn; that reads as -1 (look again).
+ */
 function rowsInDatabaseFile(file: string, table: string): number {
   const copy = `${file}.copy`;
   for (const suffix of ['', '-wal', '-shm']) rmSync(copy + suffix, { force: true });
   copyFileSync(file, copy);
-  const db = openSqlite(copy);
+  let db: ReturnType<typeof openSqlite> | undefined;
   try {
+    db = openSqlite(copy);
     const exists = db.prepare('SELECT count(*) AS n FROM sqlite_master WHERE name = ?').get(table) as {
       n: number;
     };
     if (exists.n === 0) return 0;
     return (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === 'SQLITE_CORRUPT' || code === 'SQLITE_NOTADB') return -1;
+    throw error;
   } finally {
-    db.close();
+    db?.close();
   }
 }
 
