@@ -98,6 +98,14 @@ export function sqliteSuite(synchronous: Synchronous) {
         idem: openIdemSqlite(join(context.tmpDir, 'idem-nogc.sqlite'), synchronous, { groupCommit: false }),
         levels: full ? [8, 64] : [1, 8, 64],
       },
+      {
+        name: 'idem-inline',
+        system: "Idem, checkpoint: 'inline' (SQLite's automatic checkpoint on the caller's thread)",
+        idem: openIdemSqlite(join(context.tmpDir, 'idem-inline.sqlite'), synchronous, {
+          checkpoint: 'inline',
+        }),
+        levels: [1, 64],
+      },
       ...(full
         ? []
         : [
@@ -356,9 +364,9 @@ function receiptFloorWriter(db: Database.Database): (bodies: readonly string[]) 
 
 /** Checkpoints, then appends `calls` calls to the WAL with checkpoints off: frames per call. */
 function walPagesPerCall(db: WalDb, call: (i: number) => unknown, calls = 300): number {
-  startWalCount(db);
+  const own = startWalCount(db);
   for (let i = 0; i < calls; i += 1) call(i);
-  return endWalCount(db, calls);
+  return endWalCount(db, calls, own);
 }
 
 async function walPagesPerCallAsync(
@@ -366,24 +374,27 @@ async function walPagesPerCallAsync(
   call: (i: number) => Promise<unknown>,
   calls = 300,
 ): Promise<number> {
-  startWalCount(db);
+  const own = startWalCount(db);
   for (let i = 0; i < calls; i += 1) await call(i);
-  return endWalCount(db, calls);
+  return endWalCount(db, calls, own);
 }
 
 interface WalDb {
   pragma(source: string, options?: { simple?: boolean }): unknown;
 }
 
-function startWalCount(db: WalDb): void {
+/** Returns the connection's automatic-checkpoint setting, to be given back to endWalCount. */
+function startWalCount(db: WalDb): number {
+  const own = Number(db.pragma('wal_autocheckpoint', { simple: true }));
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.pragma('wal_autocheckpoint = 0');
+  return own;
 }
 
-function endWalCount(db: WalDb, calls: number): number {
+function endWalCount(db: WalDb, calls: number, own: number): number {
   // wal_checkpoint returns [busy, frames in the WAL, frames checkpointed].
   const [row] = db.pragma('wal_checkpoint(PASSIVE)') as { log: number }[];
-  db.pragma('wal_autocheckpoint = 1000');
+  db.pragma(`wal_autocheckpoint = ${own}`);
   db.pragma('wal_checkpoint(TRUNCATE)');
   return Math.round(((row?.log ?? 0) / calls) * 10) / 10;
 }

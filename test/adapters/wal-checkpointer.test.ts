@@ -1,7 +1,11 @@
 import { copyFileSync, rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqlite, SqliteStore } from '../../src/adapters/sqlite/index.js';
-import { SWEEP_CHECKPOINTER_AFTER } from '../../src/adapters/sqlite/sqlite-store.js';
+import {
+  BACKGROUND_CHECKPOINT_FRAMES,
+  BACKSTOP_AUTOCHECKPOINT,
+  SWEEP_CHECKPOINTER_AFTER,
+} from '../../src/adapters/sqlite/sqlite-store.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import { WalCheckpointer } from '../../src/adapters/sqlite/wal-checkpointer.js';
 import { Executor } from '../../src/index.js';
@@ -79,14 +83,67 @@ describe('WalCheckpointer', () => {
     expect(rowsInDatabaseFile(file, 't')).toBe(30);
     db.close();
   });
-});
 
-describe('SqliteStore checkpoint option', () => {
-  it("'inline' (the default) leaves checkpoints to SQLite: with them off, the file stays behind", async () => {
+  it('with minFrames, waits until that many frames are in the WAL', async () => {
     const file = path();
     const db = openSqlite(file);
     db.pragma('wal_autocheckpoint = 0');
-    const store = new SqliteStore(db);
+    db.exec('CREATE TABLE t (v TEXT)');
+    const insert = db.prepare('INSERT INTO t VALUES (?)');
+    for (let i = 0; i < 30; i += 1) insert.run(`row ${i}`); // about 30 frames, one per commit
+    const checkpointer = WalCheckpointer.start(file, { intervalMs: 5, minFrames: 100 });
+    try {
+      // Forty ticks or so: below the threshold, none of them checkpoints.
+      expect(await eventually(() => rowsInDatabaseFile(file, 't') > 0, 200)).toBe(false);
+      for (let i = 30; i < 150; i += 1) insert.run(`row ${i}`);
+      expect(await eventually(() => rowsInDatabaseFile(file, 't') >= 100)).toBe(true);
+    } finally {
+      await checkpointer.stop();
+      db.close();
+    }
+  });
+
+  it('while eager, checkpoints at every tick; turning it off checkpoints once more', async () => {
+    const file = path();
+    const db = openSqlite(file);
+    db.pragma('wal_autocheckpoint = 0');
+    db.exec('CREATE TABLE t (v TEXT)');
+    const insert = db.prepare('INSERT INTO t VALUES (?)');
+    const checkpointer = WalCheckpointer.start(file, { intervalMs: 5, minFrames: 1_000_000 });
+    try {
+      insert.run('lazy');
+      expect(await eventually(() => rowsInDatabaseFile(file, 't') > 0, 100)).toBe(false);
+      await checkpointer.setEager(true);
+      expect(await eventually(() => rowsInDatabaseFile(file, 't') === 1)).toBe(true);
+      await checkpointer.setEager(false);
+      insert.run('after');
+      expect(await eventually(() => rowsInDatabaseFile(file, 't') > 1, 100)).toBe(false);
+      await checkpointer.setEager(true);
+      insert.run('eager again');
+      await checkpointer.setEager(false); // resolves after its own checkpoint
+      expect(rowsInDatabaseFile(file, 't')).toBe(3);
+    } finally {
+      await checkpointer.stop();
+      db.close();
+    }
+  });
+
+  it('tells its owner when the worker exits on its own (here: the file is not there)', async () => {
+    const checkpointer = WalCheckpointer.start(`${path()}.missing`);
+    const exited = await new Promise<boolean>((resolve) => {
+      checkpointer.onExit(() => resolve(true));
+      setTimeout(() => resolve(false), 5000).unref();
+    });
+    expect(exited).toBe(true);
+  });
+});
+
+describe('SqliteStore checkpoint option', () => {
+  it("'inline' leaves checkpoints to SQLite: with them off, the file stays behind", async () => {
+    const file = path();
+    const db = openSqlite(file);
+    db.pragma('wal_autocheckpoint = 0');
+    const store = new SqliteStore(db, { checkpoint: 'inline' });
     const executor = new Executor({ store, authorize: () => true });
     const op = { name: 'noop', version: 1, effect: () => ({ resource_id: 'r' }) };
     for (let i = 0; i < 20; i += 1) {
@@ -98,49 +155,66 @@ describe('SqliteStore checkpoint option', () => {
     await store.close();
   });
 
-  it("'background' keeps the WAL backfilled while calls run; close() stops the worker", async () => {
+  it("'background' (the default) checkpoints from a worker once the WAL is long; close() stops it", async () => {
     const file = path();
     const db = openSqlite(file);
-    db.pragma('wal_autocheckpoint = 0');
-    const store = new SqliteStore(db, { checkpoint: 'background' });
+    const store = new SqliteStore(db);
+    // The connection's own checkpoint is now only a safety net, far behind the worker's threshold.
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(BACKSTOP_AUTOCHECKPOINT);
     const executor = new Executor({ store, authorize: () => true });
     const op = { name: 'noop', version: 1, effect: () => ({ resource_id: 'r' }) };
     for (let i = 0; i < 50; i += 1) {
       const outcome = await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} });
       expect(outcome.ok).toBe(true);
     }
+    // A few hundred frames: the worker lets them wait, and so does the connection.
+    expect(await eventually(() => rowsInDatabaseFile(file, 'idem_operations') > 0, 200)).toBe(false);
+    // One transaction of more than BACKGROUND_CHECKPOINT_FRAMES pages puts the WAL past the threshold.
+    db.exec('CREATE TABLE filler (b BLOB)');
+    db.prepare('INSERT INTO filler VALUES (randomblob(?))').run((BACKGROUND_CHECKPOINT_FRAMES + 100) * 4096);
     expect(await eventually(() => rowsInDatabaseFile(file, 'idem_operations') === 50)).toBe(true);
     await store.close();
     expect(db.open).toBe(false);
   });
 
-  it('a long sweep checkpoints from a worker while it runs, a short one does not', async () => {
-    const run = async (receipts: number) => {
-      const file = path();
-      const clock = new FakeClock();
-      const db = openSqlite(file);
-      db.pragma('wal_autocheckpoint = 0'); // only a checkpointer can fill the database file
-      const store = new SqliteStore(db, { clock });
-      const executor = new Executor({ store, authorize: () => true, clock });
-      const op = { name: 'noop', version: 1, retentionMs: 1000, effect: () => ({ resource_id: 'r' }) };
-      for (let i = 0; i < receipts; i += 1) {
-        expect((await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} })).ok).toBe(
-          true,
-        );
-      }
-      clock.advance(2000);
-      const swept = await store.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 1 });
-      const inFile = rowsInDatabaseFile(file, 'idem_tombstones');
-      await store.close();
-      return { batches: swept.batches, inFile };
-    };
-    expect(await run(SWEEP_CHECKPOINTER_AFTER - 2)).toEqual({
-      batches: SWEEP_CHECKPOINTER_AFTER - 2,
-      inFile: 0,
-    });
-    expect(await run(SWEEP_CHECKPOINTER_AFTER + 4)).toEqual({
-      batches: SWEEP_CHECKPOINTER_AFTER + 4,
-      inFile: SWEEP_CHECKPOINTER_AFTER + 4,
-    });
+  it('leaves an automatic checkpoint that was turned off, off', async () => {
+    const db = openSqlite(path());
+    db.pragma('wal_autocheckpoint = 0');
+    const store = new SqliteStore(db);
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    await store.close();
   });
+
+  it.each(['background', 'inline'] as const)(
+    "with checkpoint '%s', a long sweep checkpoints from a worker while it runs, a short one does not",
+    async (checkpoint) => {
+      const run = async (receipts: number) => {
+        const file = path();
+        const clock = new FakeClock();
+        const db = openSqlite(file);
+        db.pragma('wal_autocheckpoint = 0'); // only a checkpointer can fill the database file
+        const store = new SqliteStore(db, { clock, checkpoint });
+        const executor = new Executor({ store, authorize: () => true, clock });
+        const op = { name: 'noop', version: 1, retentionMs: 1000, effect: () => ({ resource_id: 'r' }) };
+        for (let i = 0; i < receipts; i += 1) {
+          expect(
+            (await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} })).ok,
+          ).toBe(true);
+        }
+        clock.advance(2000);
+        const swept = await store.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 1 });
+        const inFile = rowsInDatabaseFile(file, 'idem_tombstones');
+        await store.close();
+        return { batches: swept.batches, inFile };
+      };
+      expect(await run(SWEEP_CHECKPOINTER_AFTER - 2)).toEqual({
+        batches: SWEEP_CHECKPOINTER_AFTER - 2,
+        inFile: 0,
+      });
+      expect(await run(SWEEP_CHECKPOINTER_AFTER + 4)).toEqual({
+        batches: SWEEP_CHECKPOINTER_AFTER + 4,
+        inFile: SWEEP_CHECKPOINTER_AFTER + 4,
+      });
+    },
+  );
 });

@@ -44,7 +44,7 @@ import {
 } from '../operation-rows.js';
 import { migrateSqlite } from './sqlite-schema.js';
 import { SqliteTransactor, type TransactorOptions } from './sqlite-transactor.js';
-import { WalCheckpointer } from './wal-checkpointer.js';
+import { WalCheckpointer, type WalCheckpointerOptions } from './wal-checkpointer.js';
 
 export interface SqliteStoreOptions {
   /** How long a write waits for the database's write lock before answering `busy`. Default 5000 ms. */
@@ -66,16 +66,26 @@ export interface SqliteStoreOptions {
    */
   groupCommit?: boolean | { maxBatch?: number; gather?: 'turn' | 'adaptive' };
   /**
-   * Where WAL checkpoints run. `'inline'` (default): SQLite's automatic checkpoint, run by the COMMIT
-   * that crosses 1,000 WAL pages on the event-loop thread, except while a long sweep runs (more than
-   * `SWEEP_CHECKPOINTER_AFTER` batches): the sweep fills the WAL much faster than callers do, so it
-   * starts a background checkpointer for its own duration. `'background'`: a worker thread with its
-   * own connection checkpoints every 10 ms all the time (WalCheckpointer), so a COMMIT seldom copies
-   * the WAL itself; its extra fsyncs of the database file cost a lone caller some throughput.
-   * SQLite's automatic checkpoint stays on in both modes, as a safety net.
+   * Where WAL checkpoints run. `'background'` (default for a WAL file): a worker thread with its own
+   * connection (WalCheckpointer) copies the WAL into the database file once
+   * `BACKGROUND_CHECKPOINT_FRAMES` frames wait, so no COMMIT pays for a checkpoint on the event-loop
+   * thread; the connection's own automatic checkpoint is raised to `BACKSTOP_AUTOCHECKPOINT` pages
+   * as a safety net (unless it was off), and set back if the worker stops. `'inline'`: SQLite's
+   * automatic checkpoint, run by the COMMIT that crosses 1,000 WAL pages. In both modes a sweep
+   * longer than `SWEEP_CHECKPOINTER_AFTER` batches, which fills the WAL much faster than callers
+   * do, has a worker checkpoint every 10 ms for its own duration.
    */
   checkpoint?: 'background' | 'inline';
 }
+
+/**
+ * WAL frames the background checkpointer lets wait before it copies them (16 MiB of 4 KiB pages):
+ * few fsyncs of the database file, and a page that many commits rewrote is copied once.
+ */
+export const BACKGROUND_CHECKPOINT_FRAMES = 4000;
+
+/** The connection's own automatic checkpoint while the background checkpointer runs. */
+export const BACKSTOP_AUTOCHECKPOINT = 16_000;
 
 /** A sweep that has run this many batches checkpoints from a worker thread until it ends. */
 export const SWEEP_CHECKPOINTER_AFTER = 8;
@@ -105,6 +115,8 @@ export class SqliteStore implements Store<SqliteDatabase> {
   readonly #tx: SqliteTransactor;
   readonly #sql: Record<string, SqliteStatement>;
   readonly #checkpointer: WalCheckpointer | undefined;
+  #eagerSweeps = 0;
+  #closing = false;
 
   constructor(db: SqliteDatabase, options: SqliteStoreOptions = {}) {
     this.#db = db;
@@ -121,7 +133,19 @@ export class SqliteStore implements Store<SqliteDatabase> {
     if (options.migrate ?? true)
       withLockRetrySync(clock, options.lockTimeoutMs ?? 5000, () => migrateSqlite(db));
     this.#checkpointer =
-      (options.checkpoint ?? 'inline') === 'background' ? startCheckpointer(db) : undefined;
+      (options.checkpoint ?? 'background') === 'background'
+        ? startCheckpointer(db, { minFrames: BACKGROUND_CHECKPOINT_FRAMES })
+        : undefined;
+    if (this.#checkpointer !== undefined) {
+      const own = Number(db.pragma('wal_autocheckpoint', { simple: true }));
+      if (own > 0) {
+        db.pragma(`wal_autocheckpoint = ${Math.max(own, BACKSTOP_AUTOCHECKPOINT)}`);
+        // A worker that dies must not leave the connection with a WAL 16 times longer than usual.
+        this.#checkpointer.onExit(() => {
+          if (!this.#closing && db.open) db.pragma(`wal_autocheckpoint = ${own}`);
+        });
+      }
+    }
     // Only final records expire; an unfinished one keeps its promise however old it is.
     const expiredBatch = `SELECT rowid FROM idem_operations WHERE expires_at <= ? AND status IN ${FINAL}
       ORDER BY expires_at, rowid LIMIT ?`;
@@ -272,6 +296,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
     const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
     const sizer = sweepBatchSizer(options);
     let helper: WalCheckpointer | undefined;
+    let eager = false;
     try {
       while (batches < maxBatches) {
         options.signal?.throwIfAborted();
@@ -289,13 +314,22 @@ export class SqliteStore implements Store<SqliteDatabase> {
         tombstoned += moved;
         tombstonesDeleted += deleted;
         batches += 1;
-        if (batches === SWEEP_CHECKPOINTER_AFTER && this.#checkpointer === undefined) {
-          helper = startCheckpointer(this.#db);
+        if (batches === SWEEP_CHECKPOINTER_AFTER) {
+          if (this.#checkpointer === undefined) helper = startCheckpointer(this.#db);
+          else {
+            eager = true;
+            this.#eagerSweeps += 1;
+            await this.#checkpointer.setEager(true);
+          }
         }
         // Let queued writers in between batches.
         await new Promise((resolve) => setImmediate(resolve));
       }
     } finally {
+      if (eager) {
+        this.#eagerSweeps -= 1;
+        if (this.#eagerSweeps === 0) await this.#checkpointer?.setEager(false);
+      }
       await helper?.stop();
     }
     return { tombstoned, tombstonesDeleted, batches };
@@ -411,6 +445,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
   }
 
   async close(): Promise<void> {
+    this.#closing = true;
     await this.#tx.drain();
     await this.#checkpointer?.stop();
     if (this.#db.open) this.#db.close();
@@ -470,12 +505,15 @@ function groupCommitSettings(
 }
 
 /** A background checkpointer for a WAL database file opened for writing; none for anything else. */
-function startCheckpointer(db: SqliteDatabase): WalCheckpointer | undefined {
+function startCheckpointer(
+  db: SqliteDatabase,
+  options: WalCheckpointerOptions = {},
+): WalCheckpointer | undefined {
   const path = db.name;
   if (path === undefined || path === '' || path === ':memory:' || db.readonly === true) return undefined;
   if (String(db.pragma('journal_mode', { simple: true })).toLowerCase() !== 'wal') return undefined;
   try {
-    return WalCheckpointer.start(path);
+    return WalCheckpointer.start(path, options);
   } catch {
     return undefined; // no thread to spare: SQLite's automatic checkpoint still runs
   }

@@ -1,34 +1,70 @@
 import { createRequire } from 'node:module';
+import { endianness } from 'node:os';
 import { Worker } from 'node:worker_threads';
 
-/** The worker's code: its own connection, a PASSIVE checkpoint every `intervalMs`, until told to stop. */
+/**
+ * The worker's code: its own connection and, every `intervalMs`, a PASSIVE checkpoint when at least
+ * `minFrames` WAL frames wait to be copied (or at every tick while eager) (read from the WAL-index header in the -shm file, as
+ * documented in https://sqlite.org/walformat.html: mxFrame at byte 16, nBackfill at byte 96, native
+ * byte order). A header it cannot read counts as "checkpoint now". On 'stop', one last checkpoint,
+ * then it exits.
+ */
 const WORKER_SOURCE = `
+const { readSync, openSync, closeSync } = require('node:fs');
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.path, { fileMustExist: true });
 db.pragma('busy_timeout = 0');
-const timer = setInterval(() => {
+const header = Buffer.alloc(136);
+let shm;
+function framesToCopy() {
+  if (workerData.minFrames <= 1) return Infinity;
+  try {
+    if (shm === undefined) shm = openSync(workerData.path + '-shm', 'r');
+    if (readSync(shm, header, 0, 136, 0) < 136) return Infinity;
+    const le = workerData.littleEndian;
+    const mxFrame = le ? header.readUInt32LE(16) : header.readUInt32BE(16);
+    const nBackfill = le ? header.readUInt32LE(96) : header.readUInt32BE(96);
+    return mxFrame - nBackfill;
+  } catch (error) {
+    return Infinity;
+  }
+}
+function checkpoint() {
   try {
     db.pragma('wal_checkpoint(PASSIVE)');
   } catch (error) {
     // SQLITE_BUSY and the like: the next tick tries again; a checkpoint is never required here.
   }
+}
+let eager = false;
+const timer = setInterval(() => {
+  if (eager || framesToCopy() >= workerData.minFrames) checkpoint();
 }, workerData.intervalMs);
-parentPort.on('message', () => {
-  clearInterval(timer);
-  try {
-    db.pragma('wal_checkpoint(PASSIVE)'); // leave the WAL backfilled, so the next writer rewinds it
-  } catch (error) {
-    // As above.
+parentPort.on('message', (message) => {
+  if (message !== 'stop') {
+    eager = message === 'eager';
+    if (!eager) checkpoint(); // the burst is over: leave the WAL backfilled
+    parentPort.postMessage('done');
+    return;
   }
+  clearInterval(timer);
+  checkpoint(); // leave the WAL backfilled, so the next writer rewinds it
+  if (shm !== undefined) closeSync(shm);
   db.close();
   parentPort.close();
 });
 `;
 
 export interface WalCheckpointerOptions {
-  /** How often the worker checkpoints, ms. Default 10. */
+  /** How often the worker looks at the WAL, ms. Default 10. */
   intervalMs?: number;
+  /**
+   * Checkpoint only once this many WAL frames wait to be copied. Default 1: whenever there is
+   * anything. A larger value trades a longer WAL for fewer fsyncs of the database file, and lets a
+   * page written by many commits be copied once.
+   */
+  minFrames?: number;
 }
 
 /**
@@ -36,8 +72,8 @@ export interface WalCheckpointerOptions {
  * pay for it. better-sqlite3 runs SQLite on the event-loop thread: an automatic checkpoint (every
  * 1,000 WAL pages, started by the COMMIT that crosses the threshold) copies those pages and
  * fsyncs the database file while every caller waits. With the worker keeping the WAL backfilled,
- * that automatic checkpoint (left on as a safety net) finds little or nothing to copy, and the WAL
- * is rewound and reused instead of growing. PASSIVE never blocks a writer or a reader.
+ * the writer's automatic checkpoint (set above `minFrames`, as a safety net) finds nothing to copy,
+ * and the WAL is rewound and reused instead of growing. PASSIVE never blocks a writer or a reader.
  */
 export class WalCheckpointer {
   readonly #worker: Worker;
@@ -54,12 +90,47 @@ export class WalCheckpointer {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
     const worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { path, driver, intervalMs: options.intervalMs ?? 10 },
+      workerData: {
+        path,
+        driver,
+        intervalMs: options.intervalMs ?? 10,
+        minFrames: options.minFrames ?? 1,
+        littleEndian: endianness() === 'LE',
+      },
     });
     // Never keeps the process alive, and a failure to open is not the caller's failure.
     worker.unref();
     worker.on('error', () => undefined);
     return new WalCheckpointer(worker);
+  }
+
+  /**
+   * While eager, the worker checkpoints at every tick whatever `minFrames` says: for a burst that
+   * writes the WAL much faster than callers do (a sweep), so that no COMMIT finds a long WAL.
+   * Turning it off checkpoints once more. Resolves when the worker has taken the change.
+   */
+  async setEager(eager: boolean): Promise<void> {
+    if (this.#stopped !== undefined) return;
+    // Whoever awaits the answer must keep the process alive until it comes.
+    this.#worker.ref();
+    try {
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          this.#worker.off('message', done);
+          resolve();
+        };
+        this.#worker.on('message', done);
+        void this.#exited.then(done);
+        this.#worker.postMessage(eager ? 'eager' : 'lazy');
+      });
+    } finally {
+      if (this.#stopped === undefined) this.#worker.unref();
+    }
+  }
+
+  /** Calls `listener` once the worker has exited, whether stopped or failed (e.g. it could not open). */
+  onExit(listener: () => void): void {
+    void this.#exited.then(listener);
   }
 
   /** Stops the worker after a last checkpoint and closes its connection; resolves when it has exited. */
