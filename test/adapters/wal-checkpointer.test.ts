@@ -103,31 +103,6 @@ describe('WalCheckpointer', () => {
     }
   });
 
-  it('while eager, checkpoints at every tick; turning it off checkpoints once more', async () => {
-    const file = path();
-    const db = openSqlite(file);
-    db.pragma('wal_autocheckpoint = 0');
-    db.exec('CREATE TABLE t (v TEXT)');
-    const insert = db.prepare('INSERT INTO t VALUES (?)');
-    const checkpointer = WalCheckpointer.start(file, { intervalMs: 5, minFrames: 1_000_000 });
-    try {
-      insert.run('lazy');
-      expect(await eventually(() => rowsInDatabaseFile(file, 't') > 0, 100)).toBe(false);
-      await checkpointer.setEager(true);
-      expect(await eventually(() => rowsInDatabaseFile(file, 't') === 1)).toBe(true);
-      await checkpointer.setEager(false);
-      insert.run('after');
-      expect(await eventually(() => rowsInDatabaseFile(file, 't') > 1, 100)).toBe(false);
-      await checkpointer.setEager(true);
-      insert.run('eager again');
-      await checkpointer.setEager(false); // resolves after its own checkpoint
-      expect(rowsInDatabaseFile(file, 't')).toBe(3);
-    } finally {
-      await checkpointer.stop();
-      db.close();
-    }
-  });
-
   it('tells its owner when the worker exits on its own (here: the file is not there)', async () => {
     const checkpointer = WalCheckpointer.start(`${path()}.missing`);
     const exited = await new Promise<boolean>((resolve) => {
@@ -185,36 +160,33 @@ describe('SqliteStore checkpoint option', () => {
     await store.close();
   });
 
-  it.each(['background', 'inline'] as const)(
-    "with checkpoint '%s', a long sweep checkpoints from a worker while it runs, a short one does not",
-    async (checkpoint) => {
-      const run = async (receipts: number) => {
-        const file = path();
-        const clock = new FakeClock();
-        const db = openSqlite(file);
-        db.pragma('wal_autocheckpoint = 0'); // only a checkpointer can fill the database file
-        const store = new SqliteStore(db, { clock, checkpoint });
-        const executor = new Executor({ store, authorize: () => true, clock });
-        const op = { name: 'noop', version: 1, retentionMs: 1000, effect: () => ({ resource_id: 'r' }) };
-        for (let i = 0; i < receipts; i += 1) {
-          expect(
-            (await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} })).ok,
-          ).toBe(true);
-        }
-        clock.advance(2000);
-        const swept = await store.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 1 });
-        const inFile = rowsInDatabaseFile(file, 'idem_tombstones');
-        await store.close();
-        return { batches: swept.batches, inFile };
-      };
-      expect(await run(SWEEP_CHECKPOINTER_AFTER - 2)).toEqual({
-        batches: SWEEP_CHECKPOINTER_AFTER - 2,
-        inFile: 0,
-      });
-      expect(await run(SWEEP_CHECKPOINTER_AFTER + 4)).toEqual({
-        batches: SWEEP_CHECKPOINTER_AFTER + 4,
-        inFile: SWEEP_CHECKPOINTER_AFTER + 4,
-      });
-    },
-  );
+  it("with checkpoint 'inline', a long sweep checkpoints from a worker while it runs, a short one does not", async () => {
+    const run = async (receipts: number) => {
+      const file = path();
+      const clock = new FakeClock();
+      const db = openSqlite(file);
+      db.pragma('wal_autocheckpoint = 0'); // only a checkpointer can fill the database file
+      const store = new SqliteStore(db, { clock, checkpoint: 'inline' });
+      const executor = new Executor({ store, authorize: () => true, clock });
+      const op = { name: 'noop', version: 1, retentionMs: 1000, effect: () => ({ resource_id: 'r' }) };
+      for (let i = 0; i < receipts; i += 1) {
+        expect((await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} })).ok).toBe(
+          true,
+        );
+      }
+      clock.advance(2000);
+      const swept = await store.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 1 });
+      const inFile = rowsInDatabaseFile(file, 'idem_tombstones');
+      await store.close();
+      return { batches: swept.batches, inFile };
+    };
+    expect(await run(SWEEP_CHECKPOINTER_AFTER - 2)).toEqual({
+      batches: SWEEP_CHECKPOINTER_AFTER - 2,
+      inFile: 0,
+    });
+    expect(await run(SWEEP_CHECKPOINTER_AFTER + 4)).toEqual({
+      batches: SWEEP_CHECKPOINTER_AFTER + 4,
+      inFile: SWEEP_CHECKPOINTER_AFTER + 4,
+    });
+  });
 });

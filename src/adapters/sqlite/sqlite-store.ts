@@ -71,9 +71,9 @@ export interface SqliteStoreOptions {
    * `BACKGROUND_CHECKPOINT_FRAMES` frames wait, so no COMMIT pays for a checkpoint on the event-loop
    * thread; the connection's own automatic checkpoint is raised to `BACKSTOP_AUTOCHECKPOINT` pages
    * as a safety net (unless it was off), and set back if the worker stops. `'inline'`: SQLite's
-   * automatic checkpoint, run by the COMMIT that crosses 1,000 WAL pages. In both modes a sweep
-   * longer than `SWEEP_CHECKPOINTER_AFTER` batches, which fills the WAL much faster than callers
-   * do, has a worker checkpoint every 10 ms for its own duration.
+   * automatic checkpoint, run by the COMMIT that crosses 1,000 WAL pages, except while a sweep longer
+   * than `SWEEP_CHECKPOINTER_AFTER` batches runs: it fills the WAL much faster than callers do, so it
+   * starts a worker that checkpoints every 10 ms for its own duration.
    */
   checkpoint?: 'background' | 'inline';
 }
@@ -115,7 +115,6 @@ export class SqliteStore implements Store<SqliteDatabase> {
   readonly #tx: SqliteTransactor;
   readonly #sql: Record<string, SqliteStatement>;
   readonly #checkpointer: WalCheckpointer | undefined;
-  #eagerSweeps = 0;
   #closing = false;
 
   constructor(db: SqliteDatabase, options: SqliteStoreOptions = {}) {
@@ -296,7 +295,6 @@ export class SqliteStore implements Store<SqliteDatabase> {
     const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
     const sizer = sweepBatchSizer(options);
     let helper: WalCheckpointer | undefined;
-    let eager = false;
     try {
       while (batches < maxBatches) {
         options.signal?.throwIfAborted();
@@ -314,22 +312,13 @@ export class SqliteStore implements Store<SqliteDatabase> {
         tombstoned += moved;
         tombstonesDeleted += deleted;
         batches += 1;
-        if (batches === SWEEP_CHECKPOINTER_AFTER) {
-          if (this.#checkpointer === undefined) helper = startCheckpointer(this.#db);
-          else {
-            eager = true;
-            this.#eagerSweeps += 1;
-            await this.#checkpointer.setEager(true);
-          }
+        if (batches === SWEEP_CHECKPOINTER_AFTER && this.#checkpointer === undefined) {
+          helper = startCheckpointer(this.#db);
         }
         // Let queued writers in between batches.
         await new Promise((resolve) => setImmediate(resolve));
       }
     } finally {
-      if (eager) {
-        this.#eagerSweeps -= 1;
-        if (this.#eagerSweeps === 0) await this.#checkpointer?.setEager(false);
-      }
       await helper?.stop();
     }
     return { tombstoned, tombstonesDeleted, batches };

@@ -4,10 +4,10 @@ import { Worker } from 'node:worker_threads';
 
 /**
  * The worker's code: its own connection and, every `intervalMs`, a PASSIVE checkpoint when at least
- * `minFrames` WAL frames wait to be copied (or at every tick while eager) (read from the WAL-index header in the -shm file, as
+ * `minFrames` WAL frames wait to be copied (read from the WAL-index header in the -shm file, as
  * documented in https://sqlite.org/walformat.html: mxFrame at byte 16, nBackfill at byte 96, native
- * byte order). A header it cannot read counts as "checkpoint now". On 'stop', one last checkpoint,
- * then it exits.
+ * byte order). A header it cannot read counts as "checkpoint now". On the message, one last
+ * checkpoint, then it exits.
  */
 const WORKER_SOURCE = `
 const { readSync, openSync, closeSync } = require('node:fs');
@@ -37,17 +37,10 @@ function checkpoint() {
     // SQLITE_BUSY and the like: the next tick tries again; a checkpoint is never required here.
   }
 }
-let eager = false;
 const timer = setInterval(() => {
-  if (eager || framesToCopy() >= workerData.minFrames) checkpoint();
+  if (framesToCopy() >= workerData.minFrames) checkpoint();
 }, workerData.intervalMs);
-parentPort.on('message', (message) => {
-  if (message !== 'stop') {
-    eager = message === 'eager';
-    if (!eager) checkpoint(); // the burst is over: leave the WAL backfilled
-    parentPort.postMessage('done');
-    return;
-  }
+parentPort.on('message', () => {
   clearInterval(timer);
   checkpoint(); // leave the WAL backfilled, so the next writer rewinds it
   if (shm !== undefined) closeSync(shm);
@@ -102,30 +95,6 @@ export class WalCheckpointer {
     worker.unref();
     worker.on('error', () => undefined);
     return new WalCheckpointer(worker);
-  }
-
-  /**
-   * While eager, the worker checkpoints at every tick whatever `minFrames` says: for a burst that
-   * writes the WAL much faster than callers do (a sweep), so that no COMMIT finds a long WAL.
-   * Turning it off checkpoints once more. Resolves when the worker has taken the change.
-   */
-  async setEager(eager: boolean): Promise<void> {
-    if (this.#stopped !== undefined) return;
-    // Whoever awaits the answer must keep the process alive until it comes.
-    this.#worker.ref();
-    try {
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          this.#worker.off('message', done);
-          resolve();
-        };
-        this.#worker.on('message', done);
-        void this.#exited.then(done);
-        this.#worker.postMessage(eager ? 'eager' : 'lazy');
-      });
-    } finally {
-      if (this.#stopped === undefined) this.#worker.unref();
-    }
   }
 
   /** Calls `listener` once the worker has exited, whether stopped or failed (e.g. it could not open). */
