@@ -83,7 +83,10 @@ export async function startRedis(dir: string, persistence: 'always' | 'none'): P
       await client.quit();
       break;
     } catch {
-      await client.disconnect().catch(() => undefined);
+      // A client that never connected throws "The client is closed" synchronously here.
+      await Promise.resolve()
+        .then(() => client.disconnect())
+        .catch(() => undefined);
       if (performance.now() > deadline) {
         await stop();
         throw new Error(`redis-server did not answer on port ${port} within 10 s`);

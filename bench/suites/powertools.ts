@@ -154,7 +154,9 @@ export async function powertoolsSuite(context: SuiteContext): Promise<RowResult[
       db.close();
       await idem.close();
     } finally {
-      await client.quit().catch(() => undefined);
+      await Promise.resolve()
+        .then(() => client.quit())
+        .catch(() => undefined);
       await redis.stop();
     }
   }

@@ -1,0 +1,78 @@
+import { RssSampler, summarize, type Measurement, type Op } from './measure.js';
+
+/** A background job that runs until done or aborted, and can be started again where it stopped. */
+export type Resumable<T> = (signal: AbortSignal) => Promise<{ done: boolean; result: T }>;
+
+export interface Alternated<T> {
+  /** The op's calls while the job was paused. */
+  readonly without: Measurement;
+  /** The op's calls while the job ran. */
+  readonly during: Measurement;
+  /** Each run of the job, in order. */
+  readonly results: T[];
+  /** Wall time with the job running, seconds. */
+  readonly jobSeconds: number;
+}
+
+/**
+ * Measures `op` (one caller) with and without a background job, in alternating phases of
+ * `phaseMs`: off, on, off, on, … until the job is done. The two measurements share the same minutes
+ * of the machine, so a change of its speed (a noisy neighbour, the disk) weighs on both alike
+ * instead of on whichever ran second. A call counts in a phase only if it starts and ends in it.
+ */
+export async function alternate<T>(op: Op, job: Resumable<T>, phaseMs: number): Promise<Alternated<T>> {
+  const off: number[] = [];
+  const on: number[] = [];
+  let offMs = 0;
+  let onMs = 0;
+  let phase = 0; // even: job paused; odd: job running
+  let finished = false;
+  const results: T[] = [];
+  const rss = new RssSampler();
+  const timer = setInterval(() => rss.sample(), 20);
+
+  const caller = (async () => {
+    let seq = 0;
+    while (!finished) {
+      const started = phase;
+      const t0 = performance.now();
+      await op(0, seq++);
+      const t1 = performance.now();
+      if (phase === started) (started % 2 === 0 ? off : on).push((t1 - t0) * 1000);
+    }
+  })();
+
+  try {
+    while (!finished) {
+      // Off: the caller alone.
+      const offStart = performance.now();
+      await new Promise((resolve) => setTimeout(resolve, phaseMs));
+      offMs += performance.now() - offStart;
+      phase += 1;
+      // On: the job runs for a phase, then is aborted (it stops between two of its steps).
+      const onStart = performance.now();
+      const controller = new AbortController();
+      const pause = setTimeout(() => controller.abort(), phaseMs);
+      try {
+        const run = await job(controller.signal);
+        results.push(run.result);
+        finished = run.done;
+      } finally {
+        clearTimeout(pause);
+      }
+      onMs += performance.now() - onStart;
+      phase += 1;
+    }
+    await caller;
+  } finally {
+    finished = true;
+    clearInterval(timer);
+  }
+  rss.sample();
+  return {
+    without: summarize(Float64Array.from(off), offMs / 1000, 0, rss.peakMb),
+    during: summarize(Float64Array.from(on), onMs / 1000, 0, rss.peakMb),
+    results,
+    jobSeconds: onMs / 1000,
+  };
+}
