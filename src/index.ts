@@ -14,7 +14,7 @@ export type { Receipt, Tombstone, Existing } from './core/receipt.js';
 export type { JsonObject, JsonValue } from './core/json.js';
 export type { Logger, LogFields } from './core/logger.js';
 export { FaultPoints, type FaultPoint, type FaultAction } from './core/fault-points.js';
-export { DEFAULT_SWEEP_BATCH_BUDGET_MS } from './core/batch-sizer.js';
+export { DEFAULT_SWEEP_BATCH_BUDGET_MS, DEFAULT_SWEEP_MAX_DUTY } from './core/batch-sizer.js';
 export {
   Executor,
   DEFAULT_RETENTION_MS,

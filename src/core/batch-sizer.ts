@@ -1,6 +1,19 @@
 /** Default duration of one sweep batch, ms: short against a first execution's own commit. */
 export const DEFAULT_SWEEP_BATCH_BUDGET_MS = 0.5;
 
+/** Default most share of its wall time a sweep spends in batches (the rest it waits). */
+export const DEFAULT_SWEEP_MAX_DUTY = 0.5;
+
+/**
+ * How long to wait after a batch that took `tookMs` so that batches fill at most `maxDuty` of the
+ * time (like PostgreSQL's vacuum cost delay): callers' commits then find the disk idle about
+ * `1 - maxDuty` of the time. `maxDuty` 1 never waits.
+ */
+export function pauseAfterBatch(tookMs: number, maxDuty: number): number {
+  if (!(maxDuty > 0 && maxDuty <= 1)) throw new RangeError('maxDuty must be in (0, 1]');
+  return Math.max(0, tookMs) * (1 / maxDuty - 1);
+}
+
 /**
  * Sizes the next batch of a background job (the sweeper) so that each batch takes about
  * `budgetMs`: a batch holds the database's single writer (SQLite) for its whole duration, so its

@@ -69,6 +69,13 @@ export interface SweepOptions extends SignalOption {
    * (PostgreSQL: row locks with SKIP LOCKED) MAY ignore it.
    */
   readonly batchBudgetMs?: number;
+  /**
+   * Most share of the sweep's wall time spent in batches, in (0, 1] (default 0.5,
+   * `DEFAULT_SWEEP_MAX_DUTY`). A store whose batches block callers MUST wait between batches so that
+   * a batch (from queueing to commit) and the wait after it keep this ratio: the sweep then leaves
+   * the write lock and the disk to callers most of the time. Other stores MAY ignore it.
+   */
+  readonly maxDuty?: number;
   /** Stop after this many batches (default: until nothing is left). */
   readonly maxBatches?: number;
 }
@@ -153,7 +160,9 @@ export interface Resolution extends SignalOption {
  * - `lookup`, `getOperation`, `listOperations`, `listAttempts` SHOULD read without taking the write
  *   lock; they MUST only see committed data.
  * - `sweep` MUST turn final records past `expiresAt` into tombstones and delete tombstones past
- *   theirs, each batch in its own short transaction. Records that are not final never expire.
+ *   theirs, each batch in its own short transaction. Records that are not final never expire. A
+ *   batch MAY commit without waiting for the disk (losing it in a power failure only leaves work for
+ *   the next sweep), but MUST NOT commit a caller's write in the same transaction.
  *
  * Durable operations (a worker carries them from `accepted` to a final state):
  * - `claimDue` MUST atomically give at most one worker a lease on an operation that is `accepted`,

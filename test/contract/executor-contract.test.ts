@@ -377,12 +377,60 @@ for (const factory of storeFactories) {
           tombstoneTtlMs: DAY,
           batchSize: 10,
           batchBudgetMs: 0.001,
+          maxDuty: 1, // no pauses: this fake clock's sleeps wait for advance()
         });
         // SQLite (a batch holds the single write lock): 10, 5, 3, 2, then single rows: over budget,
         // each batch is half the last. PostgreSQL (a batch locks only its own rows): always 10.
         const batches = factory.name === 'sqlite' ? 9 : 3;
         expect(halved).toEqual({ tombstoned: 25, tombstonesDeleted: 0, batches });
         expect(await counts(slow)).toEqual({ notes: 25, receipts: 0, tombstones: 25 });
+      });
+
+      it('waits between batches where a batch blocks callers, so batches fill at most maxDuty of the time', async () => {
+        const base = new FakeClock();
+        let ticks = 0;
+        const pauses: number[] = [];
+        const t = await open({
+          clock: {
+            now: () => base.now(),
+            // Every reading is a millisecond later, so every batch takes some time.
+            monotonic: () => (ticks += 1),
+            sleep: (ms, options) => {
+              pauses.push(ms);
+              return base.sleep(0, options);
+            },
+          },
+        });
+        const op = t.noteOperation({ retentionMs: HOUR });
+        for (let i = 0; i < 25; i += 1) succeeded(await call(t, `key-${i}`, `body-${i}`, {}, op));
+        base.advance(HOUR);
+        pauses.length = 0;
+        const quarter = await t.store.sweep({
+          now: base.now(),
+          tombstoneTtlMs: DAY,
+          batchSize: 10,
+          maxDuty: 0.25,
+        });
+        expect(quarter.tombstoned).toBe(25);
+        if (factory.name === 'sqlite') {
+          // After each batch that moved rows: three times as long as the batch took.
+          expect(pauses).toHaveLength(quarter.batches);
+          for (const ms of pauses) expect(ms).toBeGreaterThanOrEqual(3);
+          for (const ms of pauses) expect(ms % 3).toBe(0);
+        } else {
+          expect(pauses).toEqual([]); // PostgreSQL: a batch locks only its own rows
+        }
+        for (let i = 0; i < 25; i += 1) succeeded(await call(t, `late-${i}`, `body-${i}`, {}, op));
+        base.advance(HOUR);
+        pauses.length = 0;
+        expect(
+          (await t.store.sweep({ now: base.now(), tombstoneTtlMs: DAY, batchSize: 10, maxDuty: 1 }))
+            .tombstoned,
+        ).toBe(25);
+        expect(pauses).toEqual([]);
+        await expect(
+          t.store.sweep({ now: base.now(), tombstoneTtlMs: DAY, batchSize: 10, maxDuty: 0 }),
+        ).rejects.toThrow(RangeError);
       });
 
       it('stops after maxBatches and leaves only due receipts to later sweeps', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BatchSizer } from '../../src/core/batch-sizer.js';
+import { BatchSizer, pauseAfterBatch } from '../../src/core/batch-sizer.js';
 
 describe('BatchSizer', () => {
   it('starts small and never exceeds max', () => {
@@ -45,5 +45,18 @@ describe('BatchSizer', () => {
   it('rejects a bad max or budget', () => {
     expect(() => new BatchSizer({ max: 0, budgetMs: 1 })).toThrow(RangeError);
     expect(() => new BatchSizer({ max: 5, budgetMs: 0 })).toThrow(RangeError);
+  });
+});
+
+describe('pauseAfterBatch', () => {
+  it('waits so that batches fill at most maxDuty of the time', () => {
+    expect(pauseAfterBatch(2, 0.5)).toBe(2);
+    expect(pauseAfterBatch(2, 0.25)).toBe(6);
+    expect(pauseAfterBatch(2, 1)).toBe(0);
+    expect(pauseAfterBatch(-1, 0.5)).toBe(0); // a clock that went back waits for nothing
+  });
+
+  it('refuses a duty outside (0, 1]', () => {
+    for (const duty of [0, -0.5, 1.5, Number.NaN]) expect(() => pauseAfterBatch(1, duty)).toThrow(RangeError);
   });
 });

@@ -1,3 +1,4 @@
+import { DEFAULT_SWEEP_MAX_DUTY, pauseAfterBatch } from '../../core/batch-sizer.js';
 import { createHash } from 'node:crypto';
 import { systemClock, type Clock } from '../../core/clock.js';
 import { IdemError } from '../../core/errors.js';
@@ -176,8 +177,9 @@ export class PostgresStore implements Store<PgClient> {
     let tombstonesDeleted = 0;
     let batches = 0;
     const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
-    // batchBudgetMs does not apply: a batch here locks only its own rows (SKIP LOCKED), never a lock
-    // that callers wait for, so it takes the whole batchSize.
+    // batchBudgetMs and maxDuty do not apply: a batch here locks only its own rows (SKIP LOCKED),
+    // never a lock that callers wait for, so it takes the whole batchSize and never waits.
+    pauseAfterBatch(0, options.maxDuty ?? DEFAULT_SWEEP_MAX_DUTY); // but a bad value is still refused
     const rows = options.batchSize;
     while (batches < maxBatches) {
       options.signal?.throwIfAborted();

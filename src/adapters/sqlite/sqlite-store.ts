@@ -1,4 +1,4 @@
-import { sweepBatchSizer } from '../../core/batch-sizer.js';
+import { DEFAULT_SWEEP_MAX_DUTY, pauseAfterBatch, sweepBatchSizer } from '../../core/batch-sizer.js';
 import { systemClock, type Clock } from '../../core/clock.js';
 import { IdemError } from '../../core/errors.js';
 import { FaultPoints } from '../../core/fault-points.js';
@@ -294,20 +294,27 @@ export class SqliteStore implements Store<SqliteDatabase> {
     let batches = 0;
     const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
     const sizer = sweepBatchSizer(options);
+    const maxDuty = options.maxDuty ?? DEFAULT_SWEEP_MAX_DUTY;
+    pauseAfterBatch(0, maxDuty); // a bad maxDuty fails before any batch
     let helper: WalCheckpointer | undefined;
     try {
       while (batches < maxBatches) {
         options.signal?.throwIfAborted();
-        const { moved, deleted } = await this.#tx.write(() => {
-          const started = this.#clock.monotonic();
-          const rows = sizer.size;
-          this.#sql.tombstoneBatch!.run(options.tombstoneTtlMs, options.now, rows);
-          this.#sql.deleteAttemptsBatch!.run(options.now, rows);
-          const moved = this.#sql.deleteExpiredBatch!.run(options.now, rows).changes;
-          const deleted = this.#sql.deleteTombstoneBatch!.run(options.now, rows).changes;
-          sizer.record(Math.max(moved, deleted), this.#clock.monotonic() - started);
-          return { moved, deleted };
-        }, options);
+        const queued = this.#clock.monotonic();
+        const { moved, deleted } = await this.#tx.write(
+          () => {
+            const started = this.#clock.monotonic();
+            const rows = sizer.size;
+            this.#sql.tombstoneBatch!.run(options.tombstoneTtlMs, options.now, rows);
+            this.#sql.deleteAttemptsBatch!.run(options.now, rows);
+            const moved = this.#sql.deleteExpiredBatch!.run(options.now, rows).changes;
+            const deleted = this.#sql.deleteTombstoneBatch!.run(options.now, rows).changes;
+            sizer.record(Math.max(moved, deleted), this.#clock.monotonic() - started);
+            return { moved, deleted };
+            // A batch lost in a power failure leaves expired receipts, which the next sweep moves.
+          },
+          { signal: options.signal, durable: false },
+        );
         if (moved === 0 && deleted === 0) break;
         tombstoned += moved;
         tombstonesDeleted += deleted;
@@ -315,8 +322,10 @@ export class SqliteStore implements Store<SqliteDatabase> {
         if (batches === SWEEP_CHECKPOINTER_AFTER && this.#checkpointer === undefined) {
           helper = startCheckpointer(this.#db);
         }
-        // Let queued writers in between batches.
-        await new Promise((resolve) => setImmediate(resolve));
+        // Let queued writers in between batches, and leave them the lock and the disk for a while.
+        const pause = pauseAfterBatch(this.#clock.monotonic() - queued, maxDuty);
+        if (pause > 0) await this.#clock.sleep(pause, options);
+        else await new Promise((resolve) => setImmediate(resolve));
       }
     } finally {
       await helper?.stop();

@@ -8,6 +8,13 @@ import { isSqliteBusy, translateSqliteError } from './sqlite-errors.js';
 export interface WriteOptions extends SignalOption {
   /** Hit `before_commit` (inside the call's own savepoint) and `after_commit` for this write. */
   commitFaults?: boolean;
+  /**
+   * `false`: housekeeping whose loss in a power failure only means doing it again (the sweep). A
+   * batch made only of such writes commits at synchronous=NORMAL in WAL mode: no fsync of its own,
+   * so it does not compete with callers' commits for the disk. It still survives a process crash,
+   * and the next durable COMMIT's fsync covers it. Default `true`.
+   */
+  durable?: boolean;
 }
 
 export interface TransactorOptions {
@@ -29,6 +36,7 @@ export interface TransactorOptions {
 interface PendingWrite {
   readonly body: () => unknown;
   readonly commitFaults: boolean;
+  readonly durable: boolean;
   readonly signal: AbortSignal | undefined;
   readonly resolve: (value: unknown) => void;
   readonly reject: (error: unknown) => void;
@@ -137,6 +145,7 @@ export class SqliteTransactor {
       this.#pending.push({
         body,
         commitFaults: options.commitFaults ?? false,
+        durable: options.durable ?? true,
         signal: options.signal,
         resolve: resolve as (value: unknown) => void,
         reject,
@@ -184,8 +193,13 @@ export class SqliteTransactor {
     let pause = 1;
     for (;;) {
       const now = this.#clock.monotonic();
-      // Writes queued while the batch waited for the lock join it.
-      while (batch.length < this.#maxBatch && this.#pending.length > 0) {
+      // Writes queued while the batch waited for the lock join it, in order and of one kind: a
+      // caller's write never waits for the fsync of a sweep's pages, nor relaxes it.
+      while (
+        batch.length < this.#maxBatch &&
+        this.#pending.length > 0 &&
+        (batch.length === 0 || (this.#pending[0] as PendingWrite).durable === batch[0]?.durable)
+      ) {
         const write = this.#pending.shift() as PendingWrite;
         write.waitingSince = now;
         batch.push(write);
@@ -237,6 +251,28 @@ export class SqliteTransactor {
    * the write lock is held elsewhere.
    */
   #tryBatch(batch: PendingWrite[]): boolean {
+    const relax = this.#relaxedSync(batch);
+    try {
+      return this.#runBatch(batch);
+    } finally {
+      if (relax !== undefined) this.#db.pragma(`synchronous = ${relax}`);
+    }
+  }
+
+  /**
+   * For a batch of non-durable writes only, on a WAL connection that fsyncs every COMMIT: lowers
+   * synchronous to NORMAL for this batch and returns the level to restore afterwards.
+   */
+  #relaxedSync(batch: readonly PendingWrite[]): number | undefined {
+    if (batch.some((write) => write.durable)) return undefined;
+    if (String(this.#db.pragma('journal_mode', { simple: true })).toLowerCase() !== 'wal') return undefined;
+    const level = Number(this.#db.pragma('synchronous', { simple: true }));
+    if (level < 2) return undefined;
+    this.#db.pragma('synchronous = NORMAL');
+    return level;
+  }
+
+  #runBatch(batch: PendingWrite[]): boolean {
     try {
       this.#stmt.begin.run();
     } catch (error) {
