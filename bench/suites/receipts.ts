@@ -151,30 +151,35 @@ export async function receiptsSuite(context: SuiteContext): Promise<RowResult[]>
 }
 
 /**
- * The sweeper turning expired receipts into tombstones (time-sized batches of at most 500 rows, the
- * default; then at most 100; then with checkpoint: 'inline') while a writer
- * runs first executions: the writer's p99 during the sweep against its p99 without one, on the
- * same table.
+ * The sweeper turning expired receipts into tombstones (time-sized batches of at most 500 rows) while
+ * a writer runs first executions: the writer's p99 during the sweep against its p99 without one, on
+ * the same table; with the defaults, with a sweep that never pauses, and with inline checkpoints.
  */
 export async function sweepSuite(context: SuiteContext): Promise<RowResult[]> {
   const expired = context.quick ? 100_000 : 1_000_000;
   const group = `Sweeper: ${formatCount(expired)} expired receipts moved to tombstones while a writer runs (SQLite FULL)`;
   const rows: RowResult[] = [];
-  const configs: { batchSize: number; checkpoint: 'inline' | 'background' }[] = [
-    { batchSize: 500, checkpoint: 'background' },
-    ...(context.quick ? [] : [{ batchSize: 100, checkpoint: 'background' as const }]),
-    { batchSize: 500, checkpoint: 'inline' },
+  const batchSize = 500;
+  const configs: {
+    system: string;
+    label: string;
+    checkpoint: 'inline' | 'background';
+    maxDuty?: number;
+  }[] = [
+    { system: 'idem', label: 'Idem: Executor + SqliteStore (the defaults)', checkpoint: 'background' },
+    {
+      system: 'idem-duty1',
+      label: 'Idem, sweep without pauses (maxDuty: 1)',
+      checkpoint: 'background',
+      maxDuty: 1,
+    },
+    { system: 'idem-inline', label: "Idem, checkpoint: 'inline'", checkpoint: 'inline' },
   ];
-  for (const { batchSize, checkpoint } of configs) {
-    const system = checkpoint === 'background' ? 'idem' : 'idem-inline';
-    const systemLabel =
-      checkpoint === 'background'
-        ? 'Idem: Executor + SqliteStore'
-        : "Idem: Executor + SqliteStore, checkpoint: 'inline'";
+  for (const { system, label: systemLabel, checkpoint, maxDuty } of configs) {
     const baseId = `sweep/${system}/first/no-sweep-b${batchSize}`;
     const duringId = `sweep/${system}/first/during-sweep-b${batchSize}`;
     if (!wanted(context, baseId) && !wanted(context, duringId)) continue;
-    const path = join(context.tmpDir, `sweep-${system}-${batchSize}.sqlite`);
+    const path = join(context.tmpDir, `sweep-${system}.sqlite`);
     const seconds = prefill(path, expired, true);
     const idem = openIdemSqlite(path, 'FULL', { checkpoint });
     try {
@@ -195,6 +200,7 @@ export async function sweepSuite(context: SuiteContext): Promise<RowResult[]> {
             tombstoneTtlMs: 30 * DAY,
             batchSize,
             signal,
+            ...(maxDuty === undefined ? {} : { maxDuty }),
           });
           return { done: true, result: result.tombstoned };
         } catch (error) {
@@ -228,7 +234,7 @@ export async function sweepSuite(context: SuiteContext): Promise<RowResult[]> {
         id: duringId,
         group,
         system: systemLabel,
-        scenario: `writer during a sweep (at most ${batchSize} rows a batch, ~0.5 ms each)`,
+        scenario: `writer during a sweep (at most ${batchSize} rows a batch, ~0.5 ms each${maxDuty === 1 ? ', no pauses' : ''})`,
         concurrency: 1,
         baseline: baseId,
         ratioOf: 'p99',
