@@ -301,6 +301,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
       while (batches < maxBatches) {
         options.signal?.throwIfAborted();
         const queued = this.#clock.monotonic();
+        // Not durable: a batch lost in a power failure leaves expired receipts for the next sweep.
         const { moved, deleted } = await this.#tx.write(
           () => {
             const started = this.#clock.monotonic();
@@ -311,7 +312,6 @@ export class SqliteStore implements Store<SqliteDatabase> {
             const deleted = this.#sql.deleteTombstoneBatch!.run(options.now, rows).changes;
             sizer.record(Math.max(moved, deleted), this.#clock.monotonic() - started);
             return { moved, deleted };
-            // A batch lost in a power failure leaves expired receipts, which the next sweep moves.
           },
           { signal: options.signal, durable: false },
         );
