@@ -130,10 +130,10 @@ describe('SqliteStore checkpoint option', () => {
     await store.close();
   });
 
-  it("'background' (the default) checkpoints from a worker once the WAL is long; close() stops it", async () => {
+  it("'background' checkpoints from a worker once the WAL is long; close() stops it", async () => {
     const file = path();
     const db = openSqlite(file);
-    const store = new SqliteStore(db);
+    const store = new SqliteStore(db, { checkpoint: 'background' });
     // The connection's own checkpoint is now only a safety net, far behind the worker's threshold.
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(BACKSTOP_AUTOCHECKPOINT);
     const executor = new Executor({ store, authorize: () => true });
@@ -152,15 +152,27 @@ describe('SqliteStore checkpoint option', () => {
     expect(db.open).toBe(false);
   });
 
+  it('defaults to background checkpoints only where a COMMIT does not wait for the disk', async () => {
+    const full = openSqlite(path()); // synchronous=FULL: the worker's fsyncs would slow every COMMIT
+    const inline = new SqliteStore(full);
+    expect(full.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    await inline.close();
+    const normal = openSqlite(path(), { synchronous: 'NORMAL' });
+    const background = new SqliteStore(normal);
+    expect(normal.pragma('wal_autocheckpoint', { simple: true })).toBe(BACKSTOP_AUTOCHECKPOINT);
+    await background.close();
+  });
+
   it('leaves an automatic checkpoint that was turned off, off', async () => {
     const db = openSqlite(path());
     db.pragma('wal_autocheckpoint = 0');
-    const store = new SqliteStore(db);
+    const store = new SqliteStore(db, { checkpoint: 'background' });
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
     await store.close();
   });
 
   it("with checkpoint 'inline', a long sweep checkpoints from a worker while it runs, a short one does not", async () => {
+    // (The worker copies the WAL at least when it stops, at the end of the sweep.)
     const run = async (receipts: number) => {
       const file = path();
       const clock = new FakeClock();
@@ -188,5 +200,40 @@ describe('SqliteStore checkpoint option', () => {
       batches: SWEEP_CHECKPOINTER_AFTER + 4,
       inFile: SWEEP_CHECKPOINTER_AFTER + 4,
     });
+  });
+});
+
+describe('SqliteStore inline checkpoints during a long sweep', () => {
+  it("raises the connection's own threshold while the sweep's worker runs, and sets it back", async () => {
+    const clock = new FakeClock();
+    const db = openSqlite(path());
+    const thresholds: string[] = [];
+    const watched = new Proxy(db, {
+      get(target, property) {
+        const value: unknown = Reflect.get(target, property, target);
+        if (property !== 'pragma') {
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        }
+        return (source: string, options?: { simple?: boolean }) => {
+          if (source.startsWith('wal_autocheckpoint =')) thresholds.push(source);
+          return target.pragma(source, options);
+        };
+      },
+    });
+    const store = new SqliteStore(watched, { clock, checkpoint: 'inline' });
+    const executor = new Executor({ store, authorize: () => true, clock });
+    const op = { name: 'noop', version: 1, retentionMs: 1000, effect: () => ({ resource_id: 'r' }) };
+    for (let i = 0; i < SWEEP_CHECKPOINTER_AFTER + 2; i += 1) {
+      expect((await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} })).ok).toBe(
+        true,
+      );
+    }
+    expect(thresholds).toEqual([]);
+    clock.advance(2000);
+    await store.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 1 });
+    expect(thresholds[0]).toBe(`wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`);
+    expect(thresholds.at(-1)).toBe('wal_autocheckpoint = 1000');
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    await store.close();
   });
 });

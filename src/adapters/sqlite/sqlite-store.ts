@@ -44,7 +44,7 @@ import {
 } from '../operation-rows.js';
 import { migrateSqlite } from './sqlite-schema.js';
 import { SqliteTransactor, type TransactorOptions } from './sqlite-transactor.js';
-import { WalCheckpointer, type WalCheckpointerOptions } from './wal-checkpointer.js';
+import { WalCheckpointer } from './wal-checkpointer.js';
 
 export interface SqliteStoreOptions {
   /** How long a write waits for the database's write lock before answering `busy`. Default 5000 ms. */
@@ -66,14 +66,16 @@ export interface SqliteStoreOptions {
    */
   groupCommit?: boolean | { maxBatch?: number; gather?: 'turn' | 'adaptive' };
   /**
-   * Where WAL checkpoints run. `'background'` (default for a WAL file): a worker thread with its own
-   * connection (WalCheckpointer) copies the WAL into the database file once
-   * `BACKGROUND_CHECKPOINT_FRAMES` frames wait, so no COMMIT pays for a checkpoint on the event-loop
-   * thread; the connection's own automatic checkpoint is raised to `BACKSTOP_AUTOCHECKPOINT` pages
-   * as a safety net (unless it was off), and set back if the worker stops. `'inline'`: SQLite's
-   * automatic checkpoint, run by the COMMIT that crosses 1,000 WAL pages, except while a sweep longer
-   * than `SWEEP_CHECKPOINTER_AFTER` batches runs: it fills the WAL much faster than callers do, so it
-   * starts a worker that checkpoints every 10 ms for its own duration.
+   * Where WAL checkpoints run. `'background'`: a worker thread with its own connection
+   * (WalCheckpointer) copies the WAL into the database file once `BACKGROUND_CHECKPOINT_FRAMES`
+   * frames wait, so no COMMIT pays for a checkpoint on the event-loop thread; the connection's own
+   * automatic checkpoint is raised to `BACKSTOP_AUTOCHECKPOINT` pages as a safety net (unless it was
+   * off), and set back if the worker stops. `'inline'`: SQLite's automatic checkpoint, run by the
+   * COMMIT that crosses 1,000 WAL pages, except while a sweep longer than `SWEEP_CHECKPOINTER_AFTER`
+   * batches runs: it fills the WAL much faster than callers do, so it checkpoints in the background
+   * for its own duration. Default: `'inline'` where a COMMIT waits for the disk (synchronous=FULL or
+   * EXTRA), since the worker's fsyncs of the database file then slow every caller's own; `'background'`
+   * in WAL mode at synchronous=NORMAL or OFF.
    */
   checkpoint?: 'background' | 'inline';
 }
@@ -114,8 +116,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
   readonly #clock: Clock;
   readonly #tx: SqliteTransactor;
   readonly #sql: Record<string, SqliteStatement>;
-  readonly #checkpointer: WalCheckpointer | undefined;
-  #closing = false;
+  readonly #background: BackgroundCheckpoints | undefined;
 
   constructor(db: SqliteDatabase, options: SqliteStoreOptions = {}) {
     this.#db = db;
@@ -131,20 +132,10 @@ export class SqliteStore implements Store<SqliteDatabase> {
     );
     if (options.migrate ?? true)
       withLockRetrySync(clock, options.lockTimeoutMs ?? 5000, () => migrateSqlite(db));
-    this.#checkpointer =
-      (options.checkpoint ?? 'background') === 'background'
-        ? startCheckpointer(db, { minFrames: BACKGROUND_CHECKPOINT_FRAMES })
+    this.#background =
+      (options.checkpoint ?? defaultCheckpointMode(db)) === 'background'
+        ? startBackgroundCheckpoints(db)
         : undefined;
-    if (this.#checkpointer !== undefined) {
-      const own = Number(db.pragma('wal_autocheckpoint', { simple: true }));
-      if (own > 0) {
-        db.pragma(`wal_autocheckpoint = ${Math.max(own, BACKSTOP_AUTOCHECKPOINT)}`);
-        // A worker that dies must not leave the connection with a WAL 16 times longer than usual.
-        this.#checkpointer.onExit(() => {
-          if (!this.#closing && db.open) db.pragma(`wal_autocheckpoint = ${own}`);
-        });
-      }
-    }
     // Only final records expire; an unfinished one keeps its promise however old it is.
     const expiredBatch = `SELECT rowid FROM idem_operations WHERE expires_at <= ? AND status IN ${FINAL}
       ORDER BY expires_at, rowid LIMIT ?`;
@@ -296,7 +287,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
     const sizer = sweepBatchSizer(options);
     const maxDuty = options.maxDuty ?? DEFAULT_SWEEP_MAX_DUTY;
     pauseAfterBatch(0, maxDuty); // a bad maxDuty fails before any batch
-    let helper: WalCheckpointer | undefined;
+    let helper: BackgroundCheckpoints | undefined;
     try {
       while (batches < maxBatches) {
         options.signal?.throwIfAborted();
@@ -319,8 +310,8 @@ export class SqliteStore implements Store<SqliteDatabase> {
         tombstoned += moved;
         tombstonesDeleted += deleted;
         batches += 1;
-        if (batches === SWEEP_CHECKPOINTER_AFTER && this.#checkpointer === undefined) {
-          helper = startCheckpointer(this.#db);
+        if (batches === SWEEP_CHECKPOINTER_AFTER && this.#background === undefined) {
+          helper = startBackgroundCheckpoints(this.#db);
         }
         // Let queued writers in between batches, and leave them the lock and the disk for a while.
         const pause = pauseAfterBatch(this.#clock.monotonic() - queued, maxDuty);
@@ -443,9 +434,8 @@ export class SqliteStore implements Store<SqliteDatabase> {
   }
 
   async close(): Promise<void> {
-    this.#closing = true;
     await this.#tx.drain();
-    await this.#checkpointer?.stop();
+    await this.#background?.stop();
     if (this.#db.open) this.#db.close();
   }
 
@@ -502,19 +492,46 @@ function groupCommitSettings(
   return { maxBatch: DEFAULT_GROUP_COMMIT_BATCH, gather: commitSyncs ? 'turn' : 'adaptive' };
 }
 
-/** A background checkpointer for a WAL database file opened for writing; none for anything else. */
-function startCheckpointer(
-  db: SqliteDatabase,
-  options: WalCheckpointerOptions = {},
-): WalCheckpointer | undefined {
+/** Checkpoints in the background where a COMMIT does not wait for the disk (see the option). */
+function defaultCheckpointMode(db: SqliteDatabase): 'background' | 'inline' {
+  const synchronous = Number(db.pragma('synchronous', { simple: true }));
+  return synchronous >= 2 ? 'inline' : 'background';
+}
+
+interface BackgroundCheckpoints {
+  /** Stops the worker after a last checkpoint and gives the connection its own threshold back. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A worker that checkpoints once `BACKGROUND_CHECKPOINT_FRAMES` frames wait, with the connection's
+ * automatic checkpoint raised above that (unless it was off) until the worker stops, on request or
+ * not. None for a database that has no file, is read-only or is not in WAL mode, or when no thread
+ * can be started: SQLite's automatic checkpoint then does the work.
+ */
+function startBackgroundCheckpoints(db: SqliteDatabase): BackgroundCheckpoints | undefined {
   const path = db.name;
   if (path === undefined || path === '' || path === ':memory:' || db.readonly === true) return undefined;
   if (String(db.pragma('journal_mode', { simple: true })).toLowerCase() !== 'wal') return undefined;
+  let worker: WalCheckpointer;
   try {
-    return WalCheckpointer.start(path, options);
+    worker = WalCheckpointer.start(path, { minFrames: BACKGROUND_CHECKPOINT_FRAMES });
   } catch {
-    return undefined; // no thread to spare: SQLite's automatic checkpoint still runs
+    return undefined;
   }
+  const own = Number(db.pragma('wal_autocheckpoint', { simple: true }));
+  const restore = (): void => {
+    if (own > 0 && db.open) db.pragma(`wal_autocheckpoint = ${own}`);
+  };
+  if (own > 0) db.pragma(`wal_autocheckpoint = ${Math.max(own, BACKSTOP_AUTOCHECKPOINT)}`);
+  // A worker that dies must not leave the connection with a WAL 16 times longer than usual.
+  worker.onExit(restore);
+  return {
+    stop: async () => {
+      await worker.stop();
+      restore();
+    },
+  };
 }
 
 function withLockRetrySync<T>(clock: Clock, lockTimeoutMs: number, body: () => T): T {
