@@ -8,6 +8,7 @@ import { FaultPoints } from '../../src/core/fault-points.js';
 import { Executor } from '../../src/index.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
+import { watchPragmas } from '../helpers/watch-pragmas.js';
 
 afterEach(removeTempFiles);
 
@@ -77,18 +78,7 @@ describe('SqliteStore sweep', () => {
     const clock = new FakeClock();
     const db = openSqlite(tempFile());
     const pragmas: string[] = [];
-    const watched = new Proxy(db, {
-      get(target, property) {
-        const value: unknown = Reflect.get(target, property, target);
-        if (property !== 'pragma') {
-          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-        }
-        return (source: string, options?: { simple?: boolean }) => {
-          pragmas.push(source);
-          return target.pragma(source, options);
-        };
-      },
-    });
+    const watched = watchPragmas(db, pragmas);
     const store = new SqliteStore(watched, { clock, checkpoint: 'inline' });
     const executor = new Executor({ store, authorize: () => true, clock });
     const op = { name: 'noop', version: 1, retentionMs: 1000, effect: () => ({ resource_id: 'r' }) };

@@ -10,6 +10,7 @@ import { FakeClock } from '../../src/testing/fake-clock.js';
 import { WalCheckpointer } from '../../src/adapters/sqlite/wal-checkpointer.js';
 import { Executor } from '../../src/index.js';
 import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
+import { watchPragmas } from '../helpers/watch-pragmas.js';
 
 const path = (): string => tempFile();
 afterEach(removeTempFiles);
@@ -207,19 +208,8 @@ describe('SqliteStore inline checkpoints during a long sweep', () => {
   it("raises the connection's own threshold while the sweep's worker runs, and sets it back", async () => {
     const clock = new FakeClock();
     const db = openSqlite(path());
-    const thresholds: string[] = [];
-    const watched = new Proxy(db, {
-      get(target, property) {
-        const value: unknown = Reflect.get(target, property, target);
-        if (property !== 'pragma') {
-          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-        }
-        return (source: string, options?: { simple?: boolean }) => {
-          if (source.startsWith('wal_autocheckpoint =')) thresholds.push(source);
-          return target.pragma(source, options);
-        };
-      },
-    });
+    const pragmas: string[] = [];
+    const watched = watchPragmas(db, pragmas);
     const store = new SqliteStore(watched, { clock, checkpoint: 'inline' });
     const executor = new Executor({ store, authorize: () => true, clock });
     const op = { name: 'noop', version: 1, retentionMs: 1000, effect: () => ({ resource_id: 'r' }) };
@@ -228,11 +218,12 @@ describe('SqliteStore inline checkpoints during a long sweep', () => {
         true,
       );
     }
-    expect(thresholds).toEqual([]);
+    const thresholds = (): string[] => pragmas.filter((p) => p.startsWith('wal_autocheckpoint ='));
+    expect(thresholds()).toEqual([]);
     clock.advance(2000);
     await store.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 1 });
-    expect(thresholds[0]).toBe(`wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`);
-    expect(thresholds.at(-1)).toBe('wal_autocheckpoint = 1000');
+    expect(thresholds()[0]).toBe(`wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`);
+    expect(thresholds().at(-1)).toBe('wal_autocheckpoint = 1000');
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
     await store.close();
   });
