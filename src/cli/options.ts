@@ -10,6 +10,15 @@ export function intOption(name: string, text: string, min: number, max: number):
   return value;
 }
 
+/** A share of time in (0, 1], e.g. 0.5; anything else is a usage error (exit 2). */
+export function dutyOption(name: string, text: string): number {
+  const value = Number(text);
+  if (!/^(0?\.\d+|1(\.0*)?)$/.test(text) || !(value > 0 && value <= 1)) {
+    throw new CliError(`${name} must be a number above 0 and at most 1, got ${JSON.stringify(text)}`, 2);
+  }
+  return value;
+}
+
 export function existingDb(path: string): string {
   if (!existsSync(path)) throw new CliError(`no database at ${path} (use --db PATH)`);
   return path;

@@ -1,14 +1,17 @@
 import { parseArgs } from 'node:util';
+import { DEFAULT_SWEEP_MAX_DUTY } from '../core/batch-sizer.js';
 import { systemClock } from '../core/clock.js';
 import { DEFAULT_TOMBSTONE_TTL_MS } from '../server/reference-app.js';
-import { durationOption, intOption } from './options.js';
+import { durationOption, dutyOption, intOption } from './options.js';
 import { DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
 
-export const SWEEP_HELP = `Usage: idem sweep [--db PATH|URL] [--tombstone-retention DUR] [--batch-size N]
+export const SWEEP_HELP = `Usage: idem sweep [--db PATH|URL] [--tombstone-retention DUR] [--batch-size N] [--max-duty D]
 
 Turns receipts past their retention into tombstones (which refuse late retries with key_expired)
 and deletes tombstones past their own life (default 30d), in batches of N rows (default 500), each
-its own short transaction so running servers are never blocked for long.`;
+its own short transaction so running servers are never blocked for long. On SQLite it spends at
+most the share D of its time in batches and waits the rest (default 0.5); --max-duty 1 never waits,
+for a backlog cleared while nothing else runs.`;
 
 export async function sweepCommand(argv: string[], out: (text: string) => void): Promise<void> {
   const { values } = parseArgs({
@@ -17,12 +20,14 @@ export async function sweepCommand(argv: string[], out: (text: string) => void):
       ...DATABASE_OPTIONS,
       'tombstone-retention': { type: 'string' },
       'batch-size': { type: 'string', default: '500' },
+      'max-duty': { type: 'string', default: String(DEFAULT_SWEEP_MAX_DUTY) },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
   });
   if (values.help) return out(`${SWEEP_HELP}\n`);
   const batchSize = intOption('--batch-size', values['batch-size'], 1, 100_000);
+  const maxDuty = dutyOption('--max-duty', values['max-duty']);
   const tombstoneTtlMs =
     values['tombstone-retention'] === undefined
       ? DEFAULT_TOMBSTONE_TTL_MS
@@ -30,7 +35,7 @@ export async function sweepCommand(argv: string[], out: (text: string) => void):
   const opened = await openStore(databaseSpec(values));
   const { store } = opened;
   try {
-    const result = await store.sweep({ now: systemClock.now(), tombstoneTtlMs, batchSize });
+    const result = await store.sweep({ now: systemClock.now(), tombstoneTtlMs, batchSize, maxDuty });
     out(
       `${JSON.stringify({ tombstoned: result.tombstoned, tombstones_deleted: result.tombstonesDeleted, batches: result.batches })}\n`,
     );

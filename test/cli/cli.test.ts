@@ -236,6 +236,20 @@ describe('idem sweep', () => {
     }
   });
 
+  it('takes --max-duty 1 (no pauses) and refuses a share outside (0, 1] with exit 2', async () => {
+    const dbPath = join(dir, 'sweep-duty.sqlite');
+    const clock = new FakeClock(Date.now() - 60_000);
+    await createNotes(dbPath, ['duty-1', 'duty-2', 'duty-3'], { retentionMs: 1, clock });
+    const run = await idem(['sweep', '--db', dbPath, '--max-duty', '1', '--batch-size', '1']);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ tombstoned: 3, tombstones_deleted: 0, batches: 3 });
+    for (const bad of ['0', '1.5', '-0.5', 'half']) {
+      const refused = await idem(['sweep', '--db', dbPath, `--max-duty=${bad}`]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain('--max-duty must be a number above 0 and at most 1');
+    }
+  });
+
   it('exits 1 when the database does not exist', async () => {
     const run = await idem(['sweep', '--db', join(dir, 'nothing-here.sqlite')]);
     expect(run.code).toBe(1);
