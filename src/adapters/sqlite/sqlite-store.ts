@@ -486,16 +486,22 @@ function groupCommitSettings(
     };
   }
   // Default: wait a turn for companions only when a COMMIT waits for the disk.
-  const synchronous = Number(db.pragma('synchronous', { simple: true }));
-  const journal = String(db.pragma('journal_mode', { simple: true })).toLowerCase();
-  const commitSyncs = synchronous >= 2 || (synchronous === 1 && journal !== 'wal');
-  return { maxBatch: DEFAULT_GROUP_COMMIT_BATCH, gather: commitSyncs ? 'turn' : 'adaptive' };
+  return {
+    maxBatch: DEFAULT_GROUP_COMMIT_BATCH,
+    gather: commitWaitsForDisk(db) ? 'turn' : 'adaptive',
+  };
 }
 
 /** Checkpoints in the background where a COMMIT does not wait for the disk (see the option). */
 function defaultCheckpointMode(db: SqliteDatabase): 'background' | 'inline' {
+  return commitWaitsForDisk(db) ? 'inline' : 'background';
+}
+
+/** Whether each COMMIT fsyncs: synchronous=FULL or EXTRA, or NORMAL with a rollback journal. */
+function commitWaitsForDisk(db: SqliteDatabase): boolean {
   const synchronous = Number(db.pragma('synchronous', { simple: true }));
-  return synchronous >= 2 ? 'inline' : 'background';
+  const journal = String(db.pragma('journal_mode', { simple: true })).toLowerCase();
+  return synchronous >= 2 || (synchronous === 1 && journal !== 'wal');
 }
 
 interface BackgroundCheckpoints {
