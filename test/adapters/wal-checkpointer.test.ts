@@ -172,8 +172,8 @@ describe('SqliteStore checkpoint option', () => {
     await store.close();
   });
 
-  it("with checkpoint 'inline', a long sweep checkpoints from a worker while it runs, a short one does not", async () => {
-    // (The worker copies the WAL at least when it stops, at the end of the sweep.)
+  it("with checkpoint 'inline', a long sweep's worker leaves its pages in the file, a short sweep has none", async () => {
+    // The worker copies the WAL at least when it stops, at the end of the sweep.
     const run = async (receipts: number) => {
       const file = path();
       const clock = new FakeClock();

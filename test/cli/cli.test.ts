@@ -236,7 +236,7 @@ describe('idem sweep', () => {
     }
   });
 
-  it('takes --max-duty 1 (no pauses) and refuses a share outside (0, 1] with exit 2', async () => {
+  it('accepts --max-duty 1 and refuses a share outside (0, 1] with exit 2', async () => {
     const dbPath = join(dir, 'sweep-duty.sqlite');
     const clock = new FakeClock(Date.now() - 60_000);
     await createNotes(dbPath, ['duty-1', 'duty-2', 'duty-3'], { retentionMs: 1, clock });
