@@ -97,7 +97,9 @@ describe('WalCheckpointer', () => {
       // Forty ticks or so: below the threshold, none of them checkpoints.
       expect(await eventually(() => rowsInDatabaseFile(file, 't') > 0, 200)).toBe(false);
       for (let i = 30; i < 150; i += 1) insert.run(`row ${i}`);
-      expect(await eventually(() => rowsInDatabaseFile(file, 't') >= 100)).toBe(true);
+      // The worker may checkpoint while the loop runs, as soon as 100 frames wait (about 98 rows);
+      // the frames after that stay below the threshold, so not all 150 rows need reach the file.
+      expect(await eventually(() => rowsInDatabaseFile(file, 't') >= 90)).toBe(true);
     } finally {
       await checkpointer.stop();
       db.close();
