@@ -187,18 +187,18 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
     const floor = m(`sqlite-${s}/floor/first/c1`);
     const storage = m(`sqlite-${s}/receipt-floor/first/c1`);
     const idem = m(`sqlite-${s}/idem/first/c1`);
-    // The checkpoint mode that is not this level's default: background at FULL, inline at NORMAL.
-    const otherId = s === 'full' ? 'idem-bg' : 'idem-inline';
-    const other = m(`sqlite-${s}/${otherId}/first/c1`);
+    // The checkpoint modes that are not this level's default (FULL: adaptive; NORMAL: background).
+    const inline = m(`sqlite-${s}/idem-inline/first/c1`);
+    const background = m(`sqlite-${s}/idem-bg/first/c1`);
     if (floor === undefined || storage === undefined || idem === undefined) return '';
+    const of = (row: { opsPerSec: number } | undefined): string =>
+      row === undefined ? '?' : fmtRatio(row.opsPerSec / floor.opsPerSec);
     return (
       ` Split: writing the same note and receipt row straight into Idem's schema, with none of Idem's code, already runs at ${fmtRatio(storage.opsPerSec / floor.opsPerSec)} of the floor (\`sqlite-${s}/receipt-floor/first/c1\`, ${String(x(`sqlite-${s}/receipt-floor/first/c1`, 'walPagesPerCall') ?? '?')} WAL pages per call); ` +
       `Idem's code (executor, lookups, group-commit queue) then runs at ${fmtRatio(idem.opsPerSec / storage.opsPerSec)} of that storage floor` +
-      (other === undefined
-        ? '.'
-        : s === 'full'
-          ? `. With \`checkpoint: 'background'\` (a worker thread copies the WAL every 4,000 pages) Idem runs at ${fmtRatio(other.opsPerSec / floor.opsPerSec)} of the floor: at FULL the worker's fsyncs of the database file slow the caller's own, which is why FULL keeps SQLite's checkpoint by default.`
-          : `, with its checkpoints on a worker thread (the default at NORMAL); with SQLite's own checkpoints on the committing thread, as the floors have them (\`checkpoint: 'inline'\`), Idem runs at ${fmtRatio(other.opsPerSec / floor.opsPerSec)} of the floor.`)
+      (s === 'full'
+        ? `. With one caller the default \`checkpoint: 'adaptive'\` leaves checkpoints to SQLite on the committing thread; \`'inline'\` runs at ${of(inline)} of the floor and \`'background'\` (a worker thread copies the WAL every 4,000 pages, with fsyncs of the database file that share the disk with the caller's own) at ${of(background)}.`
+        : `, with its checkpoints on a worker thread (the default at NORMAL); with SQLite's own checkpoints on the committing thread, as the floors have them (\`checkpoint: 'inline'\`), Idem runs at ${of(inline)} of the floor.`)
     );
   };
   const floorFull = m('sqlite-full/floor/first/c1');
@@ -227,12 +227,12 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
   const nogc = m('sqlite-full/idem-nogc/first/c64');
   if (gc !== undefined && floorFull !== undefined) {
     const storage64 = m('sqlite-full/receipt-floor/first/c64');
-    const bg64 = m('sqlite-full/idem-bg/first/c64');
+    const inline64 = m('sqlite-full/idem-inline/first/c64');
     out['group-commit-c64'] =
       `With group commit, 64 calls in flight reach ${fmtNum(gc.opsPerSec)} first executions/s (without it: ${fmtNum(nogc?.opsPerSec)}), against the floor's ${fmtNum(floorFull.opsPerSec)} at one caller. ` +
       (storage64 === undefined
         ? ''
-        : `Writing the same notes and receipts straight into Idem's schema, 64 per transaction and with none of Idem's code, reaches ${fmtNum(storage64.opsPerSec)}/s (${fmtRatio(storage64.opsPerSec / floorFull.opsPerSec)} of the floor): with the fsync shared, a batch is bound by the pages it writes — every call dirties random leaves of the B-trees keyed by random values (the note id, the idempotency key), and the WAL reaches SQLite's checkpoint threshold every few batches. Idem reaches ${fmtRatio(gc.opsPerSec / storage64.opsPerSec)} of that storage bound${bg64 === undefined ? '' : ` (with \`checkpoint: 'background'\`: ${fmtRatio(bg64.opsPerSec / floorFull.opsPerSec)} of the floor)`}. `) +
+        : `Writing the same notes and receipts straight into Idem's schema, 64 per transaction and with none of Idem's code, reaches ${fmtNum(storage64.opsPerSec)}/s (${fmtRatio(storage64.opsPerSec / floorFull.opsPerSec)} of the floor): with the fsync shared, a batch is bound by the pages it writes — every call dirties random leaves of the B-trees keyed by random values (the note id, the idempotency key), and the WAL reaches SQLite's checkpoint threshold every few batches. Idem reaches ${fmtRatio(gc.opsPerSec / storage64.opsPerSec)} of that storage bound, its checkpoints on a worker thread while batches carry several calls (\`checkpoint: 'adaptive'\`)${inline64 === undefined ? '' : `; with them inline on the committing thread, as the storage floor has them, ${fmtRatio(inline64.opsPerSec / floorFull.opsPerSec)} of the floor`}. `) +
       "The profile attributes the SQLite work to the JS function that calls it: `#tryBatch` (BEGIN, SAVEPOINT/RELEASE, COMMIT with its WAL write, fsync and checkpoints) and the store's commit body (lookup under the lock, receipt upsert).";
   }
   const pgTrips = x('pg/idem/first/c8', 'roundTripsPerCall');
@@ -466,9 +466,10 @@ function docsMarkdown(results: Results): string {
     '- **Time-ordered ids, schema 2**: operation ids start with their creation time, so they append to their',
     '  index; the receipts table has three indexes (identity, operation id, expiry) after dropping created_at.',
     "- **WAL checkpoints**: at FULL Idem keeps SQLite's own checkpoint (every 1,000 pages, on the committing",
-    '  thread), as the floors do, except during a long sweep, which checkpoints from a worker thread; at NORMAL',
-    "  a worker thread checkpoints every 4,000 pages (`checkpoint: 'background'`). The `idem-bg` (FULL) and",
-    '  `idem-inline` (NORMAL) rows show the other setting.',
+    '  thread), as the floors do, while calls commit one at a time, and hands them to a worker thread (every',
+    "  4,000 pages) while group commits carry several calls and during a long sweep (`checkpoint: 'adaptive'`);",
+    "  at NORMAL the worker does them all (`checkpoint: 'background'`). The `idem-inline` and `idem-bg` (FULL)",
+    '  rows show the other settings.',
     '',
     '## Group commit on SQLite',
     '',

@@ -98,24 +98,27 @@ export function sqliteSuite(synchronous: Synchronous) {
         idem: openIdemSqlite(join(context.tmpDir, 'idem-nogc.sqlite'), synchronous, { groupCommit: false }),
         levels: full ? [8, 64] : [1, 8, 64],
       },
-      // The checkpoint mode that is not this level's default.
-      full
-        ? {
-            name: 'idem-bg',
-            system: "Idem, checkpoint: 'background' (a worker thread checkpoints every 4,000 pages)",
-            idem: openIdemSqlite(join(context.tmpDir, 'idem-bg.sqlite'), synchronous, {
-              checkpoint: 'background',
-            }),
-            levels: [1, 64],
-          }
-        : {
-            name: 'idem-inline',
-            system: "Idem, checkpoint: 'inline' (SQLite's automatic checkpoint on the caller's thread)",
-            idem: openIdemSqlite(join(context.tmpDir, 'idem-inline.sqlite'), synchronous, {
-              checkpoint: 'inline',
-            }),
-            levels: [1, 64],
-          },
+      // The checkpoint modes that are not this level's default (FULL: adaptive; NORMAL: background).
+      ...(full
+        ? [
+            {
+              name: 'idem-bg',
+              system: "Idem, checkpoint: 'background' (a worker thread checkpoints every 4,000 pages)",
+              idem: openIdemSqlite(join(context.tmpDir, 'idem-bg.sqlite'), synchronous, {
+                checkpoint: 'background',
+              }),
+              levels: [1, 64],
+            },
+          ]
+        : []),
+      {
+        name: 'idem-inline',
+        system: "Idem, checkpoint: 'inline' (SQLite's automatic checkpoint on the caller's thread)",
+        idem: openIdemSqlite(join(context.tmpDir, 'idem-inline.sqlite'), synchronous, {
+          checkpoint: 'inline',
+        }),
+        levels: [1, 64],
+      },
       ...(full
         ? []
         : [

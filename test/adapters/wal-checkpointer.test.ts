@@ -155,11 +155,12 @@ describe('SqliteStore checkpoint option', () => {
     expect(db.open).toBe(false);
   });
 
-  it('defaults to background checkpoints only where a COMMIT does not wait for the disk', async () => {
-    const full = openSqlite(path()); // synchronous=FULL: the worker's fsyncs would slow every COMMIT
-    const inline = new SqliteStore(full);
+  it('defaults to adaptive checkpoints where a COMMIT waits for the disk, background elsewhere', async () => {
+    // synchronous=FULL: a lone caller keeps SQLite's own checkpoint (see the adaptive tests below).
+    const full = openSqlite(path());
+    const adaptive = new SqliteStore(full);
     expect(full.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
-    await inline.close();
+    await adaptive.close();
     const normal = openSqlite(path(), { synchronous: 'NORMAL' });
     const background = new SqliteStore(normal);
     expect(normal.pragma('wal_autocheckpoint', { simple: true })).toBe(BACKSTOP_AUTOCHECKPOINT);
@@ -227,6 +228,58 @@ describe('SqliteStore inline checkpoints during a long sweep', () => {
     expect(thresholds()[0]).toBe(`wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`);
     expect(thresholds().at(-1)).toBe('wal_autocheckpoint = 1000');
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    await store.close();
+  });
+});
+
+describe("SqliteStore checkpoint 'adaptive'", () => {
+  const op = { name: 'noop', version: 1, retentionMs: 1000, effect: () => ({ resource_id: 'r' }) };
+  const thresholds = (pragmas: string[]): string[] =>
+    pragmas.filter((p) => p.startsWith('wal_autocheckpoint ='));
+
+  it('hands checkpoints to the worker while callers share commits, and takes them back when alone', async () => {
+    const db = openSqlite(path());
+    const pragmas: string[] = [];
+    const store = new SqliteStore(watchPragmas(db, pragmas), { checkpoint: 'adaptive' });
+    const executor = new Executor({ store, authorize: () => true });
+    let n = 0;
+    const call = async () => {
+      n += 1;
+      const outcome = await executor.run(op, { principal: 'p', workspace: 'w', key: `k${n}`, args: {} });
+      expect(outcome.ok).toBe(true);
+    };
+    for (let i = 0; i < 20; i += 1) await call();
+    expect(thresholds(pragmas)).toEqual([]); // lone: SQLite's own checkpoint at 1,000 pages
+    for (let round = 0; round < 4; round += 1) await Promise.all(Array.from({ length: 16 }, call));
+    expect(thresholds(pragmas)).toEqual([`wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`]);
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(BACKSTOP_AUTOCHECKPOINT);
+    for (let i = 0; i < 100; i += 1) await call();
+    expect(thresholds(pragmas)).toEqual([
+      `wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`,
+      'wal_autocheckpoint = 1000',
+    ]);
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    await store.close();
+  });
+
+  it('hands the checkpoints of a long sweep to the worker, then gives them back', async () => {
+    const clock = new FakeClock();
+    const db = openSqlite(path());
+    const pragmas: string[] = [];
+    const store = new SqliteStore(watchPragmas(db, pragmas), { clock, checkpoint: 'adaptive' });
+    const executor = new Executor({ store, authorize: () => true, clock });
+    for (let i = 0; i < SWEEP_CHECKPOINTER_AFTER + 2; i += 1) {
+      expect((await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} })).ok).toBe(
+        true,
+      );
+    }
+    clock.advance(2000);
+    const swept = await store.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 1 });
+    expect(swept.tombstoned).toBe(SWEEP_CHECKPOINTER_AFTER + 2);
+    expect(thresholds(pragmas)).toEqual([
+      `wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`,
+      'wal_autocheckpoint = 1000',
+    ]);
     await store.close();
   });
 });

@@ -1,5 +1,6 @@
 import { DEFAULT_SWEEP_MAX_DUTY, pauseAfterBatch, sweepBatchSizer } from '../../core/batch-sizer.js';
 import { systemClock, type Clock } from '../../core/clock.js';
+import { CommitConcurrency } from '../../core/commit-concurrency.js';
 import { IdemError } from '../../core/errors.js';
 import { FaultPoints } from '../../core/fault-points.js';
 import type { OperationIdentity } from '../../core/operation-identity.js';
@@ -73,11 +74,13 @@ export interface SqliteStoreOptions {
    * off), and set back if the worker stops. `'inline'`: SQLite's automatic checkpoint, run by the
    * COMMIT that crosses 1,000 WAL pages, except while a sweep longer than `SWEEP_CHECKPOINTER_AFTER`
    * batches runs: it fills the WAL much faster than callers do, so it checkpoints in the background
-   * for its own duration. Default: `'inline'` where a COMMIT waits for the disk (synchronous=FULL or
-   * EXTRA), since the worker's fsyncs of the database file then slow every caller's own; `'background'`
-   * in WAL mode at synchronous=NORMAL or OFF.
+   * for its own duration. `'adaptive'`: inline while callers commit one at a time, background while
+   * group-commit batches carry several writes (CommitConcurrency), and during a long sweep.
+   * Default: `'adaptive'` where a COMMIT waits for the disk (synchronous=FULL or EXTRA): a lone
+   * caller's fsync would then share the disk with the worker's, while concurrent callers would
+   * all wait for an inline checkpoint; `'background'` in WAL mode at synchronous=NORMAL or OFF.
    */
-  checkpoint?: 'background' | 'inline';
+  checkpoint?: 'background' | 'inline' | 'adaptive';
 }
 
 /**
@@ -117,25 +120,29 @@ export class SqliteStore implements Store<SqliteDatabase> {
   readonly #tx: SqliteTransactor;
   readonly #sql: Record<string, SqliteStatement>;
   readonly #background: BackgroundCheckpoints | undefined;
+  /** Set in 'adaptive' mode: whether callers are concurrent enough for background checkpoints. */
+  readonly #concurrency: CommitConcurrency | undefined;
+  /** Long sweeps running now; while any does, the worker checkpoints whatever the callers do. */
+  #sweeping = 0;
 
   constructor(db: SqliteDatabase, options: SqliteStoreOptions = {}) {
     this.#db = db;
     const clock = options.clock ?? systemClock;
     this.#clock = clock;
     this.faults = options.faults ?? new FaultPoints();
-    this.#tx = new SqliteTransactor(
-      db,
-      clock,
-      options.lockTimeoutMs ?? 5000,
-      this.faults,
-      groupCommitSettings(db, options.groupCommit),
-    );
+    const checkpoint = options.checkpoint ?? defaultCheckpointMode(db);
+    this.#concurrency = checkpoint === 'adaptive' ? new CommitConcurrency() : undefined;
+    this.#tx = new SqliteTransactor(db, clock, options.lockTimeoutMs ?? 5000, this.faults, {
+      ...groupCommitSettings(db, options.groupCommit),
+      onCommit: (writes) => {
+        if (this.#concurrency?.record(writes) === true && !this.#sweeping)
+          this.#background?.engage(this.#concurrency.concurrent);
+      },
+    });
     if (options.migrate ?? true)
       withLockRetrySync(clock, options.lockTimeoutMs ?? 5000, () => migrateSqlite(db));
     this.#background =
-      (options.checkpoint ?? defaultCheckpointMode(db)) === 'background'
-        ? startBackgroundCheckpoints(db)
-        : undefined;
+      checkpoint === 'inline' ? undefined : startBackgroundCheckpoints(db, checkpoint === 'background');
     // Only final records expire; an unfinished one keeps its promise however old it is.
     const expiredBatch = `SELECT rowid FROM idem_operations WHERE expires_at <= ? AND status IN ${FINAL}
       ORDER BY expires_at, rowid LIMIT ?`;
@@ -288,6 +295,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
     const maxDuty = options.maxDuty ?? DEFAULT_SWEEP_MAX_DUTY;
     pauseAfterBatch(0, maxDuty); // a bad maxDuty fails before any batch
     let helper: BackgroundCheckpoints | undefined;
+    let engaged = false;
     try {
       while (batches < maxBatches) {
         options.signal?.throwIfAborted();
@@ -310,8 +318,14 @@ export class SqliteStore implements Store<SqliteDatabase> {
         tombstoned += moved;
         tombstonesDeleted += deleted;
         batches += 1;
-        if (batches === SWEEP_CHECKPOINTER_AFTER && this.#background === undefined) {
-          helper = startBackgroundCheckpoints(this.#db);
+        if (batches === SWEEP_CHECKPOINTER_AFTER) {
+          if (this.#background === undefined) helper = startBackgroundCheckpoints(this.#db, true);
+          else if (this.#concurrency !== undefined) {
+            // 'adaptive': the worker is there; the sweep hands it the checkpoints until it ends.
+            this.#sweeping += 1;
+            engaged = true;
+            this.#background.engage(true);
+          }
         }
         // Let queued writers in between batches, and leave them the lock and the disk for a while.
         const pause = pauseAfterBatch(this.#clock.monotonic() - queued, maxDuty);
@@ -320,6 +334,10 @@ export class SqliteStore implements Store<SqliteDatabase> {
       }
     } finally {
       await helper?.stop();
+      if (engaged) {
+        this.#sweeping -= 1;
+        if (this.#sweeping === 0) this.#background?.engage(this.#concurrency?.concurrent ?? true);
+      }
     }
     return { tombstoned, tombstonesDeleted, batches };
   }
@@ -493,8 +511,8 @@ function groupCommitSettings(
 }
 
 /** Checkpoints in the background where a COMMIT does not wait for the disk (see the option). */
-function defaultCheckpointMode(db: SqliteDatabase): 'background' | 'inline' {
-  return commitWaitsForDisk(db) ? 'inline' : 'background';
+function defaultCheckpointMode(db: SqliteDatabase): 'background' | 'adaptive' {
+  return commitWaitsForDisk(db) ? 'adaptive' : 'background';
 }
 
 /** Whether each COMMIT fsyncs: synchronous=FULL or EXTRA, or NORMAL with a rollback journal. */
@@ -505,17 +523,23 @@ function commitWaitsForDisk(db: SqliteDatabase): boolean {
 }
 
 interface BackgroundCheckpoints {
+  /**
+   * `true`: the worker does the checkpoints (the connection's own threshold raised above the
+   * worker's); `false`: the connection's own automatic checkpoint does them again, at its own
+   * threshold, before the WAL is long enough for the worker. No effect once the worker is gone.
+   */
+  engage(on: boolean): void;
   /** Stops the worker after a last checkpoint and gives the connection its own threshold back. */
   stop(): Promise<void>;
 }
 
 /**
- * A worker that checkpoints once `BACKGROUND_CHECKPOINT_FRAMES` frames wait, with the connection's
- * automatic checkpoint raised above that (unless it was off) until the worker stops, on request or
- * not. None for a database that has no file, is read-only or is not in WAL mode, or when no thread
- * can be started: SQLite's automatic checkpoint then does the work.
+ * A worker that checkpoints once `BACKGROUND_CHECKPOINT_FRAMES` frames wait; while `engaged`, the
+ * connection's automatic checkpoint is raised above that (unless it was off) until the worker
+ * stops, on request or not. None for a database that has no file, is read-only or is not in WAL
+ * mode, or when no thread can be started: SQLite's automatic checkpoint then does the work.
  */
-function startBackgroundCheckpoints(db: SqliteDatabase): BackgroundCheckpoints | undefined {
+function startBackgroundCheckpoints(db: SqliteDatabase, engaged: boolean): BackgroundCheckpoints | undefined {
   const path = db.name;
   if (path === undefined || path === '' || path === ':memory:' || db.readonly === true) return undefined;
   if (String(db.pragma('journal_mode', { simple: true })).toLowerCase() !== 'wal') return undefined;
@@ -526,16 +550,25 @@ function startBackgroundCheckpoints(db: SqliteDatabase): BackgroundCheckpoints |
     return undefined;
   }
   const own = Number(db.pragma('wal_autocheckpoint', { simple: true }));
-  const restore = (): void => {
-    if (own > 0 && db.open) db.pragma(`wal_autocheckpoint = ${own}`);
+  let alive = true;
+  let raised = false;
+  const engage = (on: boolean): void => {
+    if (own <= 0 || !db.open || on === raised || (on && !alive)) return;
+    db.pragma(`wal_autocheckpoint = ${on ? Math.max(own, BACKSTOP_AUTOCHECKPOINT) : own}`);
+    raised = on;
   };
-  if (own > 0) db.pragma(`wal_autocheckpoint = ${Math.max(own, BACKSTOP_AUTOCHECKPOINT)}`);
+  engage(engaged);
   // A worker that dies must not leave the connection with a WAL 16 times longer than usual.
-  worker.onExit(restore);
+  worker.onExit(() => {
+    engage(false);
+    alive = false;
+  });
   return {
+    engage,
     stop: async () => {
       await worker.stop();
-      restore();
+      engage(false);
+      alive = false;
     },
   };
 }

@@ -31,6 +31,11 @@ export interface TransactorOptions {
    * share commits.
    */
   gather?: 'turn' | 'adaptive';
+  /**
+   * Told, once a batch of durable writes has settled, how many writes it carried (failed ones
+   * included): how concurrent the callers are.
+   */
+  onCommit?: (writes: number) => void;
 }
 
 interface PendingWrite {
@@ -74,6 +79,7 @@ export class SqliteTransactor {
   readonly #faults: FaultPoints;
   readonly #maxBatch: number;
   readonly #gather: 'turn' | 'adaptive';
+  readonly #onCommit: ((writes: number) => void) | undefined;
   #lastBatchSize = 0;
   readonly #stmt: {
     begin: SqliteStatement;
@@ -100,6 +106,7 @@ export class SqliteTransactor {
     this.#faults = faults;
     this.#maxBatch = Math.max(1, Math.floor(options.maxBatch));
     this.#gather = options.gather ?? 'turn';
+    this.#onCommit = options.onCommit;
     db.pragma('busy_timeout = 0');
     this.#stmt = {
       begin: db.prepare('BEGIN IMMEDIATE'),
@@ -210,6 +217,7 @@ export class SqliteTransactor {
       const size = batch.length;
       if (this.#tryBatch(batch)) {
         this.#lastBatchSize = size;
+        if (batch[0]?.durable === true) this.#onCommit?.(size);
         return;
       }
 
