@@ -239,13 +239,16 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
   const pgFloorTrips = x('pg/floor/first/c8', 'roundTripsPerCall');
   const pgIdem = m('pg/idem/first/c8');
   const pgFloor = m('pg/floor/first/c8');
+  const pgReplay = m('pg/idem/replay/c8');
+  const unprepared = m('pg/idem-unprepared/first/c8');
+  const unpreparedReplay = m('pg/idem-unprepared/replay/c8');
   if (pgIdem !== undefined && pgFloor !== undefined) {
     out['postgres-first-c8'] =
       `Idem sends ${String(pgTrips ?? '?')} statements (round trips) per first execution — the lock-free lookup (one SELECT over receipts and tombstones), then BEGIN with its lock_timeout and the identity's advisory lock in one round trip, the lookup again under the lock, the note INSERT, the receipt upsert (the tombstone DELETE only when one was found), COMMIT — against 3 for the bare insert transaction (BEGIN, INSERT, COMMIT) and ${String(pgFloorTrips ?? '?')} for the autocommit INSERT` +
       (pgFloor === undefined || pgIdem === undefined
         ? '. '
         : ` (Idem runs at ${fmtRatio(pgIdem.opsPerSec / pgFloor.opsPerSec)} of the autocommit INSERT). `) +
-      `With 8 in flight and a pool of 10 both wait mostly on the server (p50 ${fmtUs(pgIdem.p50Us)} vs ${fmtUs(pgFloor.p50Us)}); the Node process spends its time in socket writes and waits (see the profile), so the gap is round trips, not Idem's CPU. The caller's effect runs between the claim and the receipt, so the claim, the effect and the receipt with its COMMIT stay separate round trips; closing the rest of the gap would take the lookups out of the write path (an optimistic claim) or group commit across calls as on SQLite.`;
+      `With 8 in flight and a pool of 10 both wait mostly on the server (p50 ${fmtUs(pgIdem.p50Us)} vs ${fmtUs(pgFloor.p50Us)}); the Node process spends its time in socket writes and waits (see the profile), so the gap is round trips, not Idem's CPU. The lookup and the receipt upsert are named prepared statements, parsed and planned once per connection${unprepared === undefined ? '' : ` (with \`preparedStatements: false\`: ${fmtRatio(unprepared.opsPerSec / pgIdem.opsPerSec)} of this throughput on first executions${unpreparedReplay === undefined || pgReplay === undefined ? '' : `, ${fmtRatio(unpreparedReplay.opsPerSec / pgReplay.opsPerSec)} on replays`})`}. The caller's effect runs between the claim and the receipt, so the claim, the effect and the receipt with its COMMIT stay separate round trips; closing the rest of the gap would take the lookups out of the write path (an optimistic claim) or group commit across calls as on SQLite.`;
   }
   const sweepRow = rows.find((r) => r.id === 'sweep/idem/first/during-sweep-b500');
   const sweepBase = m('sweep/idem/first/no-sweep-b500');

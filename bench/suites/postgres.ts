@@ -88,6 +88,9 @@ export async function postgresSuite(context: SuiteContext): Promise<RowResult[]>
       idem_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, result_json TEXT NOT NULL, created_at BIGINT NOT NULL)`);
     const store = await PostgresStore.create(pool);
     const executor = new Executor<PgClient>({ store, authorize: () => true });
+    // The same tables without named prepared statements: every statement parsed and planned anew.
+    const unpreparedStore = await PostgresStore.create(pool, { migrate: false, preparedStatements: false });
+    const unprepared = new Executor<PgClient>({ store: unpreparedStore, authorize: () => true });
     const createNote: IdempotentOperation<PgClient, { body: string }> = {
       name: 'create_note',
       version: 1,
@@ -97,8 +100,13 @@ export async function postgresSuite(context: SuiteContext): Promise<RowResult[]>
         return { resource_id: noteId, note_id: noteId };
       },
     };
-    const idemCall = async (key: string, body: string, expect: 'executed' | 'replayed') => {
-      const outcome = await executor.run(createNote, {
+    const idemCall = async (
+      key: string,
+      body: string,
+      expect: 'executed' | 'replayed',
+      through: Executor<PgClient> = executor,
+    ) => {
+      const outcome = await through.run(createNote, {
         principal: PRINCIPAL,
         workspace: WORKSPACE,
         key,
@@ -241,6 +249,22 @@ export async function postgresSuite(context: SuiteContext): Promise<RowResult[]>
           async (_lane, seq) => idemCall(newKey(), noteBody(seq), 'executed'),
         ),
       );
+      if (c === 8) {
+        const system = 'Idem, preparedStatements: false (every statement parsed and planned)';
+        planned.push(
+          counted(
+            spec('idem-unprepared', system, 'first execution', id('floor', 'first', `c${c}`)),
+            async (_l, seq) => idemCall(newKey(), noteBody(seq), 'executed', unprepared),
+          ),
+          counted(
+            spec('idem-unprepared', system, 'replay', id('idem-unprepared', 'first', `c${c}`)),
+            async (_lane, seq) => {
+              const i = seq % replayKeyCount;
+              await idemCall(idemKeys[i] as string, noteBody(i), 'replayed', unprepared);
+            },
+          ),
+        );
+      }
       planned.push(
         counted(
           spec(
@@ -266,6 +290,7 @@ export async function postgresSuite(context: SuiteContext): Promise<RowResult[]>
     const notes = await rawPool.query<{ n: string }>('SELECT count(*) AS n FROM notes');
     context.log(`postgres: ${notes.rows[0]?.n ?? '?'} notes written in schema ${schema}`);
     await store.close();
+    await unpreparedStore.close();
     return rows;
   } finally {
     await rawPool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);

@@ -15,6 +15,7 @@ export const DATABASE_OPTIONS = {
   'pg-pool-max': { type: 'string', default: '10' },
   'pg-statement-timeout': { type: 'string', default: '30s' },
   'pg-connect-timeout': { type: 'string', default: '5s' },
+  'pg-no-prepared-statements': { type: 'boolean', default: false },
 } as const;
 
 export const DATABASE_HELP = `  --db PATH|URL              SQLite file (default ./idem.sqlite) or postgres://user@host:port/db
@@ -22,7 +23,10 @@ export const DATABASE_HELP = `  --db PATH|URL              SQLite file (default 
   --db-schema NAME           PostgreSQL schema (search_path) to use, created if missing
   --pg-pool-max N            PostgreSQL connections per process (default 10)
   --pg-statement-timeout DUR PostgreSQL statement_timeout (default 30s)
-  --pg-connect-timeout DUR   wait for a PostgreSQL connection (default 5s)`;
+  --pg-connect-timeout DUR   wait for a PostgreSQL connection (default 5s)
+  --pg-no-prepared-statements
+                             send no named prepared statements (behind a pooler in transaction
+                             mode that does not keep them, such as PgBouncer before 1.21)`;
 
 export type DatabaseSpec =
   | { readonly kind: 'sqlite'; readonly path: string; readonly label: string }
@@ -30,6 +34,8 @@ export type DatabaseSpec =
       readonly kind: 'postgres';
       readonly url: string;
       readonly pool: OpenPostgresOptions;
+      /** Whether the store sends its per-call statements as named prepared statements. */
+      readonly preparedStatements: boolean;
       readonly label: string;
     };
 
@@ -39,6 +45,7 @@ export function databaseSpec(values: {
   'pg-pool-max': string;
   'pg-statement-timeout': string;
   'pg-connect-timeout': string;
+  'pg-no-prepared-statements'?: boolean | undefined;
 }): DatabaseSpec {
   const db = values.db ?? process.env.IDEM_DATABASE_URL ?? './idem.sqlite';
   if (!/^postgres(ql)?:\/\//.test(db)) {
@@ -61,6 +68,7 @@ export function databaseSpec(values: {
       connectionTimeoutMs: durationOption('--pg-connect-timeout', values['pg-connect-timeout'], 600_000),
       ...(schema === undefined ? {} : { schema }),
     },
+    preparedStatements: values['pg-no-prepared-statements'] !== true,
   };
 }
 
@@ -82,10 +90,10 @@ export async function openStore(
     ...(options.logger ? { logger: options.logger } : {}),
   });
   try {
-    const store = await PostgresStore.create(
-      pool,
-      options.faults === undefined ? {} : { faults: options.faults },
-    );
+    const store = await PostgresStore.create(pool, {
+      preparedStatements: spec.preparedStatements,
+      ...(options.faults === undefined ? {} : { faults: options.faults }),
+    });
     return {
       store: store as Store<unknown>,
       close: async () => {

@@ -125,6 +125,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
           ...common,
           url: database.url,
           pool: database.pool,
+          preparedStatements: database.preparedStatements,
           migrate: !values['no-migrate'],
         });
   const stopWork = values['no-worker']

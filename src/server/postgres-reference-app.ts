@@ -23,6 +23,8 @@ export interface PostgresReferenceAppOptions extends ReferenceSettingsOptions {
   pool?: Omit<OpenPostgresOptions, 'logger'>;
   /** Run migrations on start (default true); `idem migrate` does it on its own. */
   migrate?: boolean;
+  /** See PostgresStoreOptions.preparedStatements (default true). */
+  preparedStatements?: boolean;
 }
 
 /** The reference server on PostgreSQL: several instances may share one database. */
@@ -73,6 +75,7 @@ export class PostgresReferenceApp implements ServerApp {
         clock,
         faults: options.faults ?? new FaultPoints(),
         migrate: options.migrate ?? true,
+        preparedStatements: options.preparedStatements ?? true,
         ...(options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs }),
       });
       const notes = await PostgresNotes.create(pool, clock);

@@ -7,8 +7,21 @@ export interface PgQueryResult<Row = Record<string, unknown>> {
   rowCount: number | null;
 }
 
+/**
+ * A query with a `name`: the server parses and plans it once per connection, and later calls send
+ * only the values (node-postgres's prepared statements).
+ */
+export interface PgQueryConfig {
+  name?: string;
+  text: string;
+  values?: unknown[];
+}
+
 export interface PgClient {
-  query<Row = Record<string, unknown>>(text: string, values?: unknown[]): Promise<PgQueryResult<Row>>;
+  query<Row = Record<string, unknown>>(
+    text: string | PgQueryConfig,
+    values?: unknown[],
+  ): Promise<PgQueryResult<Row>>;
   /** With an error, the client is destroyed instead of returned to the pool. */
   release(error?: Error | boolean): void;
 }
