@@ -15,7 +15,8 @@ import { serveStdio } from '../server/stdio-server.js';
 import { startSweeper } from '../server/sweeper.js';
 import { TokenRegistry, type Grant } from '../server/token-registry.js';
 import { CliError } from './cli-error.js';
-import { durationOption, intOption } from './options.js';
+import { durationOption, dutyOption, intOption } from './options.js';
+import { DEFAULT_SWEEP_MAX_DUTY } from '../core/batch-sizer.js';
 
 export const SERVE_HELP = `Usage: idem serve [options]
 
@@ -37,6 +38,8 @@ ${DATABASE_HELP}
   --lock-timeout DUR         wait for the write lock before answering busy (default 5s)
   --sweep-interval DUR       how often expired receipts are swept (default 60s)
   --sweep-batch N            most rows per sweep transaction (default 500; each is sized to ~0.5 ms)
+  --sweep-max-duty D         SQLite: most share of a sweep's time spent in batches, in (0, 1]
+                             (default 0.5: after each batch it waits as long as the batch took)
   --synchronous FULL|NORMAL  SQLite durability (default FULL)
   --in-flight-wait DUR       a retry of a running operation waits this long (default 2s)
   --no-worker                do not run the worker here (run \`idem worker\` instead)
@@ -61,6 +64,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
       'lock-timeout': { type: 'string', default: '5s' },
       'sweep-interval': { type: 'string', default: '60s' },
       'sweep-batch': { type: 'string', default: '500' },
+      'sweep-max-duty': { type: 'string', default: String(DEFAULT_SWEEP_MAX_DUTY) },
       synchronous: { type: 'string', default: 'FULL' },
       'in-flight-wait': { type: 'string', default: '2s' },
       'no-worker': { type: 'boolean', default: false },
@@ -91,6 +95,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
   // setInterval cannot wait longer than 2^31-1 ms; a sweep a day is the slowest useful pace.
   const sweepIntervalMs = durationOption('--sweep-interval', values['sweep-interval'], 24 * 3_600_000);
   const sweepBatch = intOption('--sweep-batch', values['sweep-batch'], 1, 100_000);
+  const sweepMaxDuty = dutyOption('--sweep-max-duty', values['sweep-max-duty']);
   const inFlightWaitMs = durationOption('--in-flight-wait', values['in-flight-wait'], 60_000);
   const work = workSettings(values);
   const registry = values.tokens === undefined ? undefined : TokenRegistry.fromFile(values.tokens);
@@ -144,6 +149,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const stopSweeper = startSweeper(app.store, {
     intervalMs: sweepIntervalMs,
     batchSize: sweepBatch,
+    maxDuty: sweepMaxDuty,
     tombstoneTtlMs: app.tombstoneTtlMs,
     clock: app.clock,
     logger,

@@ -5,6 +5,8 @@ import type { Store } from '../store/store.js';
 export interface SweeperOptions {
   intervalMs: number;
   batchSize: number;
+  /** Most share of a sweep's time spent in batches (SweepOptions.maxDuty); the store's default if unset. */
+  maxDuty?: number;
   tombstoneTtlMs: number;
   clock: Clock;
   logger: Logger;
@@ -26,6 +28,7 @@ export function startSweeper(store: Store<unknown>, options: SweeperOptions): ()
         now: options.clock.now(),
         tombstoneTtlMs: options.tombstoneTtlMs,
         batchSize: options.batchSize,
+        ...(options.maxDuty === undefined ? {} : { maxDuty: options.maxDuty }),
         signal: controller.signal,
       })
       .then((result) => {

@@ -118,6 +118,14 @@ describe('idem CLI: usage', () => {
     expect(run.stderr).not.toContain('idem.serving');
     expect(existsSync(join(cwd, 'idem.sqlite'))).toBe(false);
   });
+
+  it('`serve --sweep-max-duty 2` exits 2 without serving or creating a database', async () => {
+    const cwd = makeTempDir('idem-cli-duty-');
+    const run = await idem(['serve', '--sweep-max-duty', '2'], cwd);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--sweep-max-duty must be a number above 0 and at most 1');
+    expect(existsSync(join(cwd, 'idem.sqlite'))).toBe(false);
+  });
 });
 
 describe('idem ops', () => {
