@@ -229,7 +229,7 @@ export async function sweepSuite(context: SuiteContext): Promise<RowResult[]> {
         id: duringId,
         group,
         system: systemLabel,
-        scenario: `writer during a sweep (at most ${batchSize} rows a batch, ~0.5 ms each${maxDuty === 1 ? ', no pauses' : ''})`,
+        scenario: `writer during a sweep (at most ${batchSize} rows a batch, ~0.25 ms each${maxDuty === 1 ? ', no pauses' : ''})`,
         concurrency: 1,
         baseline: baseId,
         ratioOf: 'p99',

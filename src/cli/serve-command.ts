@@ -37,7 +37,7 @@ ${DATABASE_HELP}
   --tombstone-retention DUR  how long an expired key is refused after that (default 30d)
   --lock-timeout DUR         wait for the write lock before answering busy (default 5s)
   --sweep-interval DUR       how often expired receipts are swept (default 60s)
-  --sweep-batch N            most rows per sweep transaction (default 500; each is sized to ~0.5 ms)
+  --sweep-batch N            most rows per sweep transaction (default 500; each is sized to ~0.25 ms)
   --sweep-max-duty D         SQLite: most share of a sweep's time spent in batches, in (0, 1]
                              (default 0.5: after each batch it waits as long as the batch took)
   --synchronous FULL|NORMAL  SQLite durability (default FULL)

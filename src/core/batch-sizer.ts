@@ -1,5 +1,9 @@
-/** Default duration of one sweep batch, ms: short against a first execution's own commit. */
-export const DEFAULT_SWEEP_BATCH_BUDGET_MS = 0.5;
+/**
+ * Default duration of one sweep batch, ms: short against a first execution's own commit. In the
+ * bench (fast disk) 0.25 ms cut the p99 of a writer during a sweep from 1.2-1.35 ms to 0.9-0.95 ms
+ * against 0.5 ms, and halved the sweep's speed (1M receipts in 20 s instead of 11 s).
+ */
+export const DEFAULT_SWEEP_BATCH_BUDGET_MS = 0.25;
 
 /** Default most share of its wall time a sweep spends in batches (the rest it waits). */
 export const DEFAULT_SWEEP_MAX_DUTY = 0.5;

@@ -62,7 +62,7 @@ export interface SweepOptions extends SignalOption {
   /** Most rows per transaction. */
   readonly batchSize: number;
   /**
-   * How long one batch transaction should take, ms (default 0.5 ms, `DEFAULT_SWEEP_BATCH_BUDGET_MS`).
+   * How long one batch transaction should take, ms (default 0.25 ms, `DEFAULT_SWEEP_BATCH_BUDGET_MS`).
    * A store whose batch holds a lock that callers wait for (SQLite's single writer) MUST size each
    * batch (at most `batchSize` rows) from how long the previous ones took, so that a writer arriving
    * during a sweep waits about this long at most. A store whose batches block no caller
