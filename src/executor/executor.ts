@@ -213,7 +213,8 @@ export class Executor<App> {
       };
 
       // Lock-free read first: a replay or a rejection needs no write lock.
-      const early = decide(await this.store.lookup(identity, request), requestFingerprint, this.#clock.now());
+      const found = await this.store.lookup(identity, request);
+      const early = decide(found, requestFingerprint, this.#clock.now());
       if (early.kind === 'replay')
         return finish(await this.#settle(early.receipt, attemptId, request.signal));
       if (early.kind === 'reject') throw early.error;
@@ -224,6 +225,7 @@ export class Executor<App> {
         {
           identity,
           context,
+          absent: found === undefined,
           decide: (existing) => decide(existing, requestFingerprint, this.#clock.now()),
           ...build(identity, context, requestFingerprint),
         },

@@ -45,6 +45,13 @@ export interface EffectContext {
 export interface CommitUnit<App> {
   readonly identity: OperationIdentity;
   readonly context: Omit<EffectContext, 'enqueue'>;
+  /**
+   * The caller's lock-free lookup, just before, found neither a record nor a tombstone for this
+   * identity. A store MAY then skip its own lookup and run the effect at once, but it MUST still
+   * refuse to write the record when a record or a tombstone for the identity exists by then: it
+   * MUST roll the effect back and decide again with what it finds, as if the hint had been absent.
+   */
+  readonly absent?: boolean;
   decide(existing: Existing | undefined): Decision;
   effect?(app: App, context: EffectContext): EffectResult | Promise<EffectResult>;
   receipt(result: EffectResult | undefined): OperationRecord;

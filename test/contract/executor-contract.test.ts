@@ -1,5 +1,9 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { decide } from '../../src/core/decide.js';
+import { fingerprint } from '../../src/core/fingerprint.js';
+import type { OperationIdentity } from '../../src/core/operation-identity.js';
 import { DEFAULT_RETENTION_MS, type CallOutcome } from '../../src/executor/executor.js';
+import type { CommitOutcome } from '../../src/store/store.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import { storeFactories, type TestStore, type TestStoreOptions } from '../helpers/store-fixtures.js';
 
@@ -39,6 +43,44 @@ for (const factory of storeFactories) {
         workspace: scope.workspace ?? 'ws-1',
         key,
         args: { body },
+      });
+    }
+
+    /**
+     * Commits create_note for `key` as a caller whose lock-free lookup found nothing (`absent`),
+     * though a record or tombstone may exist by now: what a store sees when another call recorded
+     * the key between that lookup and this transaction.
+     */
+    function commitAsIfAbsent(t: TestStore, key: string, body: string, now: number): Promise<CommitOutcome> {
+      const identity: OperationIdentity = {
+        principal: 'alice',
+        workspace: 'ws-1',
+        operation: 'create_note',
+        version: 1,
+        key,
+      };
+      const operationId = 'op_00000000000000000000000000000042';
+      const context = { operationId, attemptId: 'att_00000000000000000000000000000042', identity };
+      return t.store.commit({
+        identity,
+        context,
+        absent: true,
+        decide: (existing) => decide(existing, fingerprint({ body }), now),
+        effect: (app, ctx) => t.createNote.effect(app, { body }, ctx),
+        receipt: (result) => ({
+          operationId,
+          identity,
+          fingerprint: fingerprint({ body }),
+          kind: 'local',
+          status: 'succeeded',
+          resourceId: result?.resource_id ?? '',
+          result: { status: 'succeeded', operation_id: operationId, ...result },
+          createdAt: now,
+          updatedAt: now,
+          expiresAt: now + DEFAULT_RETENTION_MS,
+          attemptCount: 1,
+          dispatched: false,
+        }),
       });
     }
 
@@ -162,6 +204,31 @@ for (const factory of storeFactories) {
         expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
         expect(outcomes.filter((o) => !o.replayed)).toHaveLength(1);
         expect(new Set(outcomes.map((o) => o.operationId)).size).toBe(1);
+      });
+
+      it('never writes over a record made since the caller looked: the effect is undone, the record replays', async () => {
+        const t = await open();
+        const first = succeeded(await call(t, 'raced', 'same body'));
+        const outcome = await commitAsIfAbsent(t, 'raced', 'same body', Date.now());
+        expect(outcome.kind).toBe('decided');
+        if (outcome.kind !== 'decided' || outcome.decision.kind !== 'replay')
+          throw new Error('expected a replay');
+        expect(outcome.decision.receipt.operationId).toBe(first.operationId);
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+        expect((await t.store.getOperation(first.operationId))?.result).toEqual(first.result);
+      });
+
+      it('never runs a key made tombstone since the caller looked: the effect is undone, key_expired', async () => {
+        const clock = new FakeClock();
+        const t = await open({ clock });
+        succeeded(await call(t, 'raced', 'same body'));
+        clock.advance(DEFAULT_RETENTION_MS + HOUR);
+        await t.store.sweep({ now: clock.now(), tombstoneTtlMs: 7 * DAY, batchSize: 10 });
+        const outcome = await commitAsIfAbsent(t, 'raced', 'same body', clock.now());
+        if (outcome.kind !== 'decided' || outcome.decision.kind !== 'reject')
+          throw new Error('expected a refusal');
+        expect(outcome.decision.error.code).toBe('key_expired');
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 0, tombstones: 1 });
       });
 
       it('executes every one of many concurrent calls with distinct keys', async () => {

@@ -1,5 +1,4 @@
 import { DEFAULT_SWEEP_MAX_DUTY, pauseAfterBatch } from '../../core/batch-sizer.js';
-import { createHash } from 'node:crypto';
 import { systemClock, type Clock } from '../../core/clock.js';
 import { IdemError } from '../../core/errors.js';
 import { FaultPoints } from '../../core/fault-points.js';
@@ -31,7 +30,6 @@ import type {
 import {
   changeParams,
   identityParams,
-  OPERATION_COLUMNS,
   operationParams,
   toAttempt,
   toOutbox,
@@ -46,7 +44,14 @@ import {
   translateConnectError,
   translatePgError,
 } from './postgres-errors.js';
-import type { PgClient, PgPool, PgQueryConfig } from './postgres-pool.js';
+import {
+  callStatements,
+  findIdentity,
+  IDENTITY_WHERE,
+  identityLockKey,
+  type CallStatements,
+} from './call-statements.js';
+import type { PgClient, PgPool, PgQueryResult } from './postgres-pool.js';
 import { migratePostgres } from './postgres-schema.js';
 
 export interface PostgresStoreOptions {
@@ -67,17 +72,8 @@ export interface PostgresStoreOptions {
   preparedStatements?: boolean;
 }
 
-const IDENTITY_WHERE =
-  'principal = $1 AND workspace = $2 AND operation = $3 AND version = $4 AND idem_key = $5';
 const ACTIVE = "('accepted', 'running', 'cancel_requested')";
 const FINAL = "('succeeded', 'failed', 'cancelled')";
-const PK_COLUMNS: readonly string[] = ['principal', 'workspace', 'operation', 'version', 'idem_key'];
-const PK = `(${PK_COLUMNS.join(', ')})`;
-const COLUMNS = OPERATION_COLUMNS.join(', ');
-const UPSERT = `INSERT INTO idem_operations (${COLUMNS}) VALUES (${OPERATION_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})
-  ON CONFLICT ${PK} DO UPDATE SET ${OPERATION_COLUMNS.filter((c) => !PK_COLUMNS.includes(c))
-    .map((c) => `${c} = excluded.${c}`)
-    .join(', ')}`;
 
 /**
  * The PostgreSQL Store, for several server instances on one database. Concurrent calls with one
@@ -91,11 +87,11 @@ export class PostgresStore implements Store<PgClient> {
   readonly #clock: Clock;
   readonly #lockTimeoutMs: number;
   readonly #maxRetries: number;
-  readonly #statements: Statements;
+  readonly #statements: CallStatements;
 
   private constructor(pool: PgPool, options: PostgresStoreOptions) {
     this.#pool = pool;
-    this.#statements = statements(options.preparedStatements ?? true);
+    this.#statements = callStatements(options.preparedStatements ?? true);
     this.#clock = options.clock ?? systemClock;
     this.faults = options.faults ?? new FaultPoints();
     this.#lockTimeoutMs = options.lockTimeoutMs ?? 5000;
@@ -116,46 +112,82 @@ export class PostgresStore implements Store<PgClient> {
 
   async lookup(identity: OperationIdentity, options: SignalOption = {}): Promise<Existing | undefined> {
     options.signal?.throwIfAborted();
-    return this.#read((client) => find(client, this.#statements.find, identity));
+    return this.#read((client) => findIdentity(client, this.#statements.find, identity));
   }
 
   async commit(unit: CommitUnit<PgClient>, options: SignalOption = {}): Promise<CommitOutcome> {
-    return this.#transaction(
-      async (client) => {
-        const existing = await find(client, this.#statements.find, unit.identity);
-        const decision = unit.decide(existing);
-        if (decision.kind !== 'execute') return { kind: 'decided', decision } as const;
-        this.faults.hit('after_claim');
-        const pending: Promise<unknown>[] = [];
-        const context: EffectContext = {
-          ...unit.context,
-          enqueue: (intent) => {
-            const now = this.#clock.now();
-            const insert = client.query(
-              `INSERT INTO idem_outbox (dedup_key, destination, payload_json, created_at, next_attempt_at)
-               VALUES ($1, $2, $3, $4, $4) ON CONFLICT (dedup_key) DO NOTHING`,
-              [intent.dedupKey, intent.destination, JSON.stringify(intent.payload), now],
-            );
-            pending.push(insert);
-            return insert.then(() => undefined);
-          },
-        };
-        const result = await unit.effect?.(client, context);
-        await Promise.all(pending);
-        this.faults.hit('after_effect');
-        const record = unit.receipt(result);
-        // A tombstone past its life must not outlive the new record (rare: only then a round trip).
-        if (existing?.kind === 'tombstone') {
-          await client.query(
-            `DELETE FROM idem_tombstones WHERE ${IDENTITY_WHERE}`,
-            identityParams(record.identity),
-          );
-        }
-        await client.query({ ...this.#statements.upsert, values: operationParams(record) });
-        return { kind: 'executed', receipt: record } as const;
+    const lockKey = identityLockKey(unit.identity);
+    if (unit.absent === true) {
+      // Optimistic: the lookup under the lock is skipped unless another call holds the identity's
+      // lock; the record's INSERT then refuses to write over a record or a tombstone.
+      try {
+        return await this.#transaction(
+          (client, contended) => this.#commitBody(client, unit, contended ? 'look' : 'guard'),
+          { ...options, commitFaults: true, lockKey, tryLock: true },
+        );
+      } catch (error) {
+        if (!(error instanceof RecordRaced)) throw error;
+        // Someone recorded this identity since the caller looked: rolled back, decide again.
+      }
+    }
+    return this.#transaction((client) => this.#commitBody(client, unit, 'look'), {
+      ...options,
+      commitFaults: true,
+      lockKey,
+    });
+  }
+
+  /**
+   * The body of a call's transaction, under the identity's lock. `look`: find what the identity
+   * has, decide, then run the effect and upsert the record. `guard` (the caller found nothing just
+   * before): run the effect at once and INSERT the record only where no record or tombstone
+   * exists; otherwise throw RecordRaced, which rolls the effect back.
+   */
+  async #commitBody(
+    client: PgClient,
+    unit: CommitUnit<PgClient>,
+    mode: 'look' | 'guard',
+  ): Promise<CommitOutcome> {
+    const existing =
+      mode === 'look' ? await findIdentity(client, this.#statements.find, unit.identity) : undefined;
+    const decision = unit.decide(existing);
+    if (decision.kind !== 'execute') return { kind: 'decided', decision } as const;
+    this.faults.hit('after_claim');
+    const pending: Promise<unknown>[] = [];
+    const context: EffectContext = {
+      ...unit.context,
+      enqueue: (intent) => {
+        const now = this.#clock.now();
+        const insert = client.query(
+          `INSERT INTO idem_outbox (dedup_key, destination, payload_json, created_at, next_attempt_at)
+           VALUES ($1, $2, $3, $4, $4) ON CONFLICT (dedup_key) DO NOTHING`,
+          [intent.dedupKey, intent.destination, JSON.stringify(intent.payload), now],
+        );
+        pending.push(insert);
+        return insert.then(() => undefined);
       },
-      { ...options, commitFaults: true, lockKey: identityLockKey(unit.identity) },
-    );
+    };
+    const result = await unit.effect?.(client, context);
+    await Promise.all(pending);
+    this.faults.hit('after_effect');
+    const record = unit.receipt(result);
+    if (mode === 'guard') {
+      const { rows } = await client.query<{ inserted: number; tombstoned: boolean }>({
+        ...this.#statements.insertNew,
+        values: operationParams(record),
+      });
+      if (rows[0]?.inserted !== 1 || rows[0]?.tombstoned !== false) throw new RecordRaced();
+      return { kind: 'executed', receipt: record } as const;
+    }
+    // A tombstone past its life must not outlive the new record (rare: only then a round trip).
+    if (existing?.kind === 'tombstone') {
+      await client.query(
+        `DELETE FROM idem_tombstones WHERE ${IDENTITY_WHERE}`,
+        identityParams(record.identity),
+      );
+    }
+    await client.query({ ...this.#statements.upsert, values: operationParams(record) });
+    return { kind: 'executed', receipt: record } as const;
   }
 
   async getOperation(operationId: string, options: SignalOption = {}): Promise<OperationRecord | undefined> {
@@ -205,7 +237,7 @@ export class PostgresStore implements Store<PgClient> {
            INSERT INTO idem_tombstones
              (principal, workspace, operation, version, idem_key, fingerprint, receipt_expired_at, expires_at)
            SELECT principal, workspace, operation, version, idem_key, fingerprint, expires_at, expires_at + $3 FROM moved
-           ON CONFLICT ${PK} DO UPDATE SET fingerprint = excluded.fingerprint,
+           ON CONFLICT (principal, workspace, operation, version, idem_key) DO UPDATE SET fingerprint = excluded.fingerprint,
              receipt_expired_at = excluded.receipt_expired_at, expires_at = excluded.expires_at`,
           [options.now, rows, options.tombstoneTtlMs],
         );
@@ -387,15 +419,25 @@ export class PostgresStore implements Store<PgClient> {
    * or deadlock (bounded, with backoff). A connection lost during COMMIT is `outcome_unknown`
    * (retryable: the retry finds the committed record or nothing); lost before it, `busy`.
    */
+  /**
+   * Runs `body` in a transaction, re-running it after a serialization failure or deadlock. With
+   * `lockKey`, the transaction holds that advisory lock; with `tryLock` it only tries it first, and
+   * tells `body` (`contended`) when it had to wait because another transaction held it.
+   */
   async #transaction<T>(
-    body: (client: PgClient) => Promise<T>,
-    options: SignalOption & { commitFaults?: boolean; lockKey?: bigint } = {},
+    body: (client: PgClient, contended: boolean) => Promise<T>,
+    options: SignalOption & { commitFaults?: boolean; lockKey?: bigint; tryLock?: boolean } = {},
   ): Promise<T> {
     // One round trip: BEGIN, the transaction's lock bound and, for a call, the identity's lock.
     // A bigint prints as digits only, so it is safe inline in the simple-query protocol.
-    const begin =
-      `BEGIN; SET LOCAL lock_timeout = ${Math.max(1, Math.round(this.#lockTimeoutMs))}` +
-      (options.lockKey === undefined ? '' : `; SELECT pg_advisory_xact_lock(${options.lockKey.toString()})`);
+    const key = options.lockKey?.toString();
+    const lock =
+      key === undefined
+        ? ''
+        : options.tryLock === true
+          ? `; SELECT pg_try_advisory_xact_lock(${key}) AS free`
+          : `; SELECT pg_advisory_xact_lock(${key})`;
+    const begin = `BEGIN; SET LOCAL lock_timeout = ${Math.max(1, Math.round(this.#lockTimeoutMs))}${lock}`;
     for (let attempt = 0; ; attempt += 1) {
       options.signal?.throwIfAborted();
       let client: PgClient;
@@ -406,8 +448,13 @@ export class PostgresStore implements Store<PgClient> {
       }
       let committing = false;
       try {
-        await client.query(begin);
-        const value = await body(client);
+        const begun = await client.query<{ free?: boolean }>(begin);
+        let contended = false;
+        if (options.tryLock === true && key !== undefined && lastResult(begun).rows[0]?.free !== true) {
+          contended = true;
+          await client.query(`SELECT pg_advisory_xact_lock(${key})`);
+        }
+        const value = await body(client, contended);
         if (options.commitFaults) this.faults.hit('before_commit');
         committing = true;
         await client.query('COMMIT');
@@ -419,6 +466,7 @@ export class PostgresStore implements Store<PgClient> {
         const lost = isConnectionLoss(error);
         if (!committing && !lost) await client.query('ROLLBACK').catch(() => undefined);
         client.release(lost ? (error as Error) : undefined);
+        if (error instanceof RecordRaced) throw error;
         if (!committing && isRetryableInAdapter(error) && attempt < this.#maxRetries) {
           await this.#clock.sleep(Math.min(200, 2 * 2 ** attempt) * (0.5 + Math.random() / 2), options);
           continue;
@@ -441,68 +489,20 @@ export class PostgresStore implements Store<PgClient> {
   }
 }
 
+/** The guarded INSERT found a record or tombstone written since the caller's lookup. */
+class RecordRaced extends Error {
+  constructor() {
+    super('a record or tombstone for this identity appeared since the lookup');
+  }
+}
+
+/** node-postgres answers a multi-statement simple query with one result per statement. */
+function lastResult<Row>(result: PgQueryResult<Row> | PgQueryResult<Row>[]): PgQueryResult<Row> {
+  return Array.isArray(result) ? (result[result.length - 1] as PgQueryResult<Row>) : result;
+}
+
 function isIdemErrorLike(error: unknown): boolean {
   return (error as { name?: unknown } | null)?.name === 'IdemError';
-}
-
-/** A 64-bit advisory lock key per identity (a collision only serializes two unrelated calls). */
-function identityLockKey(identity: OperationIdentity): bigint {
-  return createHash('sha256')
-    .update(JSON.stringify(identityParams(identity)))
-    .digest()
-    .readBigInt64BE(0);
-}
-
-interface Statements {
-  find: PgQueryConfig;
-  upsert: PgQueryConfig;
-}
-
-/**
- * The statements every call sends, named or not. The names carry a version: a statement whose text
- * changes must get a new name, since node-postgres refuses one name for two texts on a connection.
- * Their result types never depend on the table's columns (`row_to_json`, or no rows), so a
- * migration that adds a column cannot invalidate a plan cached on a live connection.
- */
-function statements(named: boolean): Statements {
-  const find = `SELECT 'operation' AS source, row_to_json(o)::text AS data FROM idem_operations o WHERE ${IDENTITY_WHERE}
-     UNION ALL
-     SELECT 'tombstone', row_to_json(t)::text FROM idem_tombstones t WHERE ${IDENTITY_WHERE}`;
-  return named
-    ? { find: { name: 'idem_find_v1', text: find }, upsert: { name: 'idem_upsert_v1', text: UPSERT } }
-    : { find: { text: find }, upsert: { text: UPSERT } };
-}
-
-/** The record or tombstone of an identity, in one round trip. */
-async function find(
-  client: PgClient,
-  statement: PgQueryConfig,
-  identity: OperationIdentity,
-): Promise<Existing | undefined> {
-  const { rows } = await client.query<{ source: string; data: string }>({
-    ...statement,
-    values: identityParams(identity),
-  });
-  const operation = rows.find((r) => r.source === 'operation');
-  if (operation !== undefined) {
-    return { kind: 'receipt', receipt: toRecord(JSON.parse(operation.data) as OperationRow) };
-  }
-  const tomb = rows[0];
-  if (tomb === undefined) return undefined;
-  const row = JSON.parse(tomb.data) as {
-    fingerprint: string;
-    receipt_expired_at: number;
-    expires_at: number;
-  };
-  return {
-    kind: 'tombstone',
-    tombstone: {
-      identity,
-      fingerprint: row.fingerprint,
-      receiptExpiredAt: Number(row.receipt_expired_at),
-      expiresAt: Number(row.expires_at),
-    },
-  };
 }
 
 async function byId(

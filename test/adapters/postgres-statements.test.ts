@@ -1,13 +1,16 @@
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openPostgres } from '../../src/adapters/postgres/open-postgres.js';
 import type { PgClient, PgPool, PgQueryConfig } from '../../src/adapters/postgres/postgres-pool.js';
+import { identityLockKey } from '../../src/adapters/postgres/call-statements.js';
 import { PostgresStore } from '../../src/adapters/postgres/postgres-store.js';
 import { Executor } from '../../src/executor/executor.js';
 import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 
-// Named prepared statements on PostgreSQL: which statements use them, that turning them off works,
-// and that a migration adding a column does not break a plan cached on a live connection.
+// The statements a call sends on PostgreSQL: named prepared statements (which ones, turning them
+// off, a migration adding a column under a cached plan), and the lookup under the lock that a first
+// execution skips unless another transaction holds the identity.
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -52,18 +55,18 @@ async function setUp(preparedStatements?: boolean) {
     if (!outcome.ok) throw outcome.error;
     return outcome.replayed;
   };
-  return { pool, names, call };
+  return { pool, names, call, schema };
 }
 
 if (postgresAvailable) {
-  describe('PostgresStore prepared statements', () => {
-    it('sends the lookup and the receipt upsert as named statements by default', async () => {
+  describe("PostgresStore: a call's statements", () => {
+    it('sends the lookup and the record insert as named statements by default', async () => {
       const { names, call } = await setUp();
       expect(await call('k1')).toBe(false);
       expect(await call('k1')).toBe(true);
       const named = names.filter((n) => n !== '');
-      // First execution: lookup, lookup under the lock, upsert; replay: lookup.
-      expect(named).toEqual(['idem_find_v1', 'idem_find_v1', 'idem_upsert_v1', 'idem_find_v1']);
+      // First execution: the lookup, then (nothing found) the guarded insert; replay: the lookup.
+      expect(named).toEqual(['idem_find_v1', 'idem_insert_new_v1', 'idem_find_v1']);
     });
 
     it('names none with preparedStatements: false, and keeps the contract', async () => {
@@ -80,6 +83,26 @@ if (postgresAvailable) {
       await pool.query('ALTER TABLE idem_operations ADD COLUMN added_later TEXT');
       expect(await call('k1')).toBe(true);
       expect(await call('k2')).toBe(false);
+    });
+
+    it('looks under the lock when another transaction holds the identity, then executes once', async () => {
+      const { names, call, schema } = await setUp();
+      const side = new pg.Client({ connectionString: POSTGRES_URL, options: `-c search_path=${schema}` });
+      await side.connect();
+      cleanups.push(() => side.end());
+      const identity = { principal: 'p', workspace: 'w', operation: 'noop', version: 1, key: 'held' };
+      await side.query('BEGIN');
+      await side.query(`SELECT pg_advisory_xact_lock(${identityLockKey(identity).toString()})`);
+      let settled = false;
+      const pending = call('held').finally(() => {
+        settled = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(settled).toBe(false); // waiting for the lock, not past it
+      await side.query('ROLLBACK');
+      expect(await pending).toBe(false);
+      // Contended: the lookup again under the lock and the upsert, not the guarded insert.
+      expect(names.filter((n) => n !== '')).toEqual(['idem_find_v1', 'idem_find_v1', 'idem_upsert_v1']);
     });
   });
 }

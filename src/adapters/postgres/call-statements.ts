@@ -1,0 +1,98 @@
+import { createHash } from 'node:crypto';
+import type { OperationIdentity } from '../../core/operation-identity.js';
+import type { Existing } from '../../core/receipt.js';
+import { identityParams, OPERATION_COLUMNS, toRecord, type OperationRow } from '../operation-rows.js';
+import type { PgClient, PgQueryConfig } from './postgres-pool.js';
+
+/** The identity of a record or tombstone, as the first five parameters of a statement. */
+export const IDENTITY_WHERE =
+  'principal = $1 AND workspace = $2 AND operation = $3 AND version = $4 AND idem_key = $5';
+
+const PK_COLUMNS: readonly string[] = ['principal', 'workspace', 'operation', 'version', 'idem_key'];
+const COLUMNS = OPERATION_COLUMNS.join(', ');
+const VALUES = OPERATION_COLUMNS.map((_, i) => `$${i + 1}`).join(', ');
+const UPSERT = `INSERT INTO idem_operations (${COLUMNS}) VALUES (${VALUES})
+  ON CONFLICT (${PK_COLUMNS.join(', ')}) DO UPDATE SET ${OPERATION_COLUMNS.filter(
+    (c) => !PK_COLUMNS.includes(c),
+  )
+    .map((c) => `${c} = excluded.${c}`)
+    .join(', ')}`;
+
+/** A 64-bit advisory lock key per identity (a collision only serializes two unrelated calls). */
+export function identityLockKey(identity: OperationIdentity): bigint {
+  return createHash('sha256')
+    .update(JSON.stringify(identityParams(identity)))
+    .digest()
+    .readBigInt64BE(0);
+}
+
+/**
+ * What a call sends to PostgreSQL besides its effect: the identity's lookup, the record's upsert,
+ * and the guarded insert of a first execution whose caller found nothing.
+ */
+export interface CallStatements {
+  find: PgQueryConfig;
+  upsert: PgQueryConfig;
+  /**
+   * The record of a first execution, written only where the identity has neither a record (the
+   * primary key: DO NOTHING) nor a tombstone; answers `inserted` (0 or 1) and `tombstoned`.
+   */
+  insertNew: PgQueryConfig;
+}
+
+/**
+ * The statements every call sends, named or not. The names carry a version: a statement whose text
+ * changes must get a new name, since node-postgres refuses one name for two texts on a connection.
+ * Their result types never depend on the table's columns (`row_to_json`, or no rows), so a
+ * migration that adds a column cannot invalidate a plan cached on a live connection.
+ */
+export function callStatements(named: boolean): CallStatements {
+  const find = `SELECT 'operation' AS source, row_to_json(o)::text AS data FROM idem_operations o WHERE ${IDENTITY_WHERE}
+     UNION ALL
+     SELECT 'tombstone', row_to_json(t)::text FROM idem_tombstones t WHERE ${IDENTITY_WHERE}`;
+  const insertNew = `WITH inserted AS (
+       INSERT INTO idem_operations (${COLUMNS}) VALUES (${VALUES})
+       ON CONFLICT DO NOTHING RETURNING 1)
+     SELECT (SELECT count(*) FROM inserted)::int AS inserted,
+       EXISTS (SELECT 1 FROM idem_tombstones
+         WHERE principal = $2 AND workspace = $3 AND operation = $4 AND version = $5 AND idem_key = $6) AS tombstoned`;
+  return named
+    ? {
+        find: { name: 'idem_find_v1', text: find },
+        upsert: { name: 'idem_upsert_v1', text: UPSERT },
+        insertNew: { name: 'idem_insert_new_v1', text: insertNew },
+      }
+    : { find: { text: find }, upsert: { text: UPSERT }, insertNew: { text: insertNew } };
+}
+
+/** The record or tombstone of an identity, in one round trip. */
+export async function findIdentity(
+  client: PgClient,
+  statement: PgQueryConfig,
+  identity: OperationIdentity,
+): Promise<Existing | undefined> {
+  const { rows } = await client.query<{ source: string; data: string }>({
+    ...statement,
+    values: identityParams(identity),
+  });
+  const operation = rows.find((r) => r.source === 'operation');
+  if (operation !== undefined) {
+    return { kind: 'receipt', receipt: toRecord(JSON.parse(operation.data) as OperationRow) };
+  }
+  const tomb = rows[0];
+  if (tomb === undefined) return undefined;
+  const row = JSON.parse(tomb.data) as {
+    fingerprint: string;
+    receipt_expired_at: number;
+    expires_at: number;
+  };
+  return {
+    kind: 'tombstone',
+    tombstone: {
+      identity,
+      fingerprint: row.fingerprint,
+      receiptExpiredAt: Number(row.receipt_expired_at),
+      expiresAt: Number(row.expires_at),
+    },
+  };
+}
