@@ -64,9 +64,9 @@ export interface PostgresStoreOptions {
   clock?: Clock;
   faults?: FaultPoints;
   /**
-   * Send the statements of every call (the lookup and the receipt upsert) as named prepared
-   * statements, parsed and planned once per connection: in the bench this halves what the lookup
-   * costs the server. Turn it off behind a pooler in transaction mode that does not keep prepared
+   * Send the statements of every call (the lookup, and the receipt's INSERT or upsert) as named
+   * prepared statements, parsed and planned once per connection: in the bench this halves what the
+   * lookup costs the server. Turn it off behind a pooler in transaction mode that does not keep prepared
    * statements (PgBouncer before 1.21, or without `max_prepared_statements`). Default true.
    */
   preparedStatements?: boolean;
