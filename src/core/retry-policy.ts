@@ -14,6 +14,20 @@ export interface RetryPolicy {
   readonly baseDelayMs: number;
   /** Backoff ceiling. Default 5 s. */
   readonly maxDelayMs: number;
+  /**
+   * No attempt is started with less than this left of the budget (default `MIN_ATTEMPT_MS`, never
+   * more than `attemptTimeoutMs`): it could only time out, and an attempt that times out may have
+   * been applied, which turns a clean failure into an unknown outcome.
+   */
+  readonly minAttemptMs?: number;
+}
+
+/** Default least budget an attempt needs to be worth starting, ms. */
+export const MIN_ATTEMPT_MS = 100;
+
+/** The least budget an attempt under `policy` needs to be worth starting. */
+export function minAttempt(policy: RetryPolicy): number {
+  return Math.min(policy.minAttemptMs ?? MIN_ATTEMPT_MS, policy.attemptTimeoutMs);
 }
 
 export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({
@@ -32,8 +46,10 @@ export type RetryPlan =
     };
 
 /**
- * After `attemptsMade` failed attempts with `elapsedMs` spent: wait how long, or stop. A server's
- * `retryAfterMs` is honoured when it fits the remaining budget and refused (stop) when it does not.
+ * After `attemptsMade` failed attempts with `elapsedMs` spent: wait how long, or stop. A retry is
+ * planned only if, after its wait, at least `minAttempt(policy)` of the budget is left for it. A
+ * server's `retryAfterMs` is honoured when it fits the remaining budget and refused (stop) when it
+ * does not.
  */
 export function planRetry(
   policy: RetryPolicy,
@@ -43,16 +59,17 @@ export function planRetry(
   retryAfterMs?: number,
 ): RetryPlan {
   if (attemptsMade >= policy.maxAttempts) return { retry: false, reason: 'attempts_exhausted' };
-  const remaining = policy.totalMs - elapsedMs;
-  if (remaining <= 0) return { retry: false, reason: 'deadline_exhausted' };
+  // What a retry may wait and still leave its attempt enough of the budget.
+  const waitable = policy.totalMs - elapsedMs - minAttempt(policy);
+  if (waitable < 0) return { retry: false, reason: 'deadline_exhausted' };
   if (retryAfterMs !== undefined) {
-    return retryAfterMs < remaining
+    return retryAfterMs <= waitable
       ? { retry: true, delayMs: retryAfterMs }
       : { retry: false, reason: 'retry_after_beyond_deadline' };
   }
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attemptsMade - 1));
   const delayMs = Math.floor(random() * ceiling);
-  if (delayMs >= remaining) return { retry: false, reason: 'deadline_exhausted' };
+  if (delayMs > waitable) return { retry: false, reason: 'deadline_exhausted' };
   return { retry: true, delayMs };
 }
 

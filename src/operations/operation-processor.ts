@@ -3,7 +3,7 @@ import type { FaultPoints } from '../core/fault-points.js';
 import { newAttemptId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { OperationRecord } from '../core/operation-record.js';
-import { attemptTimeout, planRetry, type RetryPolicy } from '../core/retry-policy.js';
+import { attemptTimeout, minAttempt, planRetry, type RetryPolicy } from '../core/retry-policy.js';
 import type { Store } from '../store/store.js';
 import { providerKeyFor, type DispatchOutcome, type DurableHandler } from './durable-handler.js';
 import { operationBudget, stopMessage, type StopReason } from './operation-budget.js';
@@ -77,7 +77,7 @@ export class OperationProcessor {
     }
     const budget = operationBudget(this.#o.policy, op, this.#o.clock.now());
     const stop: StopReason | undefined =
-      budget.remainingMs <= 0
+      budget.remainingMs < minAttempt(budget.policy)
         ? 'deadline_exhausted'
         : op.attemptCount >= this.#o.policy.maxAttempts
           ? 'attempts_exhausted'

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/testing/fake-clock.js';
+import { MIN_ATTEMPT_MS } from '../../src/core/retry-policy.js';
 import { creates, harness, recordRequests } from './operations-fixtures.js';
 
 const args = { service: 'billing', version: '1.4.2' };
@@ -168,12 +169,26 @@ describe('Worker: deadlines', () => {
     const clock = new FakeClock();
     const h = await harness('key', clock);
     const op = await h.accept(args, { deadlineMs: 10_000 });
-    clock.advance(9_950); // 50 ms left: less than the 300 ms attempt timeout
-    h.provider.faults.arm({ kind: 'delay', route: 'create', delayMs: 200 });
+    clock.advance(9_850); // 150 ms left: less than the 300 ms attempt timeout, more than MIN_ATTEMPT_MS
+    h.provider.faults.arm({ kind: 'delay', route: 'create', delayMs: 400 });
     const started = Date.now();
     expect(await h.worker().runOnce()).toBe(true);
-    expect(Date.now() - started).toBeLessThan(190);
+    expect(Date.now() - started).toBeLessThan(280); // the 300 ms cap would have waited longer
     const [attempt] = await h.store.listAttempts(op.operationId);
     expect(attempt?.detail).toBe('ambiguous: timeout');
+  });
+
+  it('starts no attempt with less than MIN_ATTEMPT_MS left: failed, nothing sent', async () => {
+    const clock = new FakeClock();
+    const h = await harness('key', clock);
+    const sent = recordRequests();
+    const op = await h.accept(args, { deadlineMs: 10_000 });
+    clock.advance(10_000 - MIN_ATTEMPT_MS + 1);
+    expect(await h.worker().runOnce()).toBe(true);
+    const done = await h.get(op.operationId);
+    expect(done).toMatchObject({ status: 'failed', dispatched: false });
+    expect(done.error?.message).toMatch(/^deadline exhausted after 0 attempts/);
+    expect(creates(sent)).toHaveLength(0);
+    expect(await h.store.listAttempts(op.operationId)).toEqual([]);
   });
 });
