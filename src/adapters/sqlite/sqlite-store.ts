@@ -135,7 +135,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
     this.#tx = new SqliteTransactor(db, clock, options.lockTimeoutMs ?? 5000, this.faults, {
       ...groupCommitSettings(db, options.groupCommit),
       onCommit: (writes) => {
-        if (this.#concurrency?.record(writes) === true && !this.#sweeping)
+        if (this.#concurrency?.record(writes) === true && this.#sweeping === 0)
           this.#background?.engage(this.#concurrency.concurrent);
       },
     });
@@ -336,7 +336,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
       await helper?.stop();
       if (engaged) {
         this.#sweeping -= 1;
-        if (this.#sweeping === 0) this.#background?.engage(this.#concurrency?.concurrent ?? true);
+        if (this.#sweeping === 0) this.#background?.engage(this.#concurrency?.concurrent === true);
       }
     }
     return { tombstoned, tombstonesDeleted, batches };
