@@ -422,7 +422,7 @@ function docsMarkdown(results: Results): string {
     '',
     '```sh',
     'npm run bench              # every suite, 3 repetitions per row, profiles of missed targets (about 9 minutes)',
-    'npm run bench -- --quick   # smaller tables and shorter windows, under a minute',
+    'npm run bench -- --quick   # smaller tables, shorter windows, no comparison-only rows: under a minute',
     'npm run bench -- --only "sqlite-full/(floor|idem)/first"   # some rows only; --suites sqlite-full,postgres',
     '```',
     '',
