@@ -4,11 +4,16 @@ import type { Existing } from '../../core/receipt.js';
 import { identityParams, OPERATION_COLUMNS, toRecord, type OperationRow } from '../operation-rows.js';
 import type { PgClient, PgQueryConfig } from './postgres-pool.js';
 
-/** The identity of a record or tombstone, as the first five parameters of a statement. */
-export const IDENTITY_WHERE =
-  'principal = $1 AND workspace = $2 AND operation = $3 AND version = $4 AND idem_key = $5';
-
+/** The identity's columns, in the order of `identityParams` (and of the primary keys). */
 const PK_COLUMNS: readonly string[] = ['principal', 'workspace', 'operation', 'version', 'idem_key'];
+
+/** The identity of a record or tombstone, as five parameters of a statement from `$first` on. */
+function identityWhere(first: number): string {
+  return PK_COLUMNS.map((column, i) => `${column} = $${first + i}`).join(' AND ');
+}
+
+/** The identity of a record or tombstone, as the first five parameters of a statement. */
+export const IDENTITY_WHERE = identityWhere(1);
 const COLUMNS = OPERATION_COLUMNS.join(', ');
 const VALUES = OPERATION_COLUMNS.map((_, i) => `$${i + 1}`).join(', ');
 const UPSERT = `INSERT INTO idem_operations (${COLUMNS}) VALUES (${VALUES})
@@ -50,12 +55,12 @@ export function callStatements(named: boolean): CallStatements {
   const find = `SELECT 'operation' AS source, row_to_json(o)::text AS data FROM idem_operations o WHERE ${IDENTITY_WHERE}
      UNION ALL
      SELECT 'tombstone', row_to_json(t)::text FROM idem_tombstones t WHERE ${IDENTITY_WHERE}`;
+  // The record's own parameters: $1 is operation_id, the identity follows (OPERATION_COLUMNS).
   const insertNew = `WITH inserted AS (
        INSERT INTO idem_operations (${COLUMNS}) VALUES (${VALUES})
        ON CONFLICT DO NOTHING RETURNING 1)
      SELECT (SELECT count(*) FROM inserted)::int AS inserted,
-       EXISTS (SELECT 1 FROM idem_tombstones
-         WHERE principal = $2 AND workspace = $3 AND operation = $4 AND version = $5 AND idem_key = $6) AS tombstoned`;
+       EXISTS (SELECT 1 FROM idem_tombstones WHERE ${identityWhere(2)}) AS tombstoned`;
   return named
     ? {
         find: { name: 'idem_find_v1', text: find },
