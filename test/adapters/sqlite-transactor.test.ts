@@ -7,6 +7,7 @@ import { systemClock } from '../../src/core/clock.js';
 import { FaultPoints } from '../../src/core/fault-points.js';
 import { Executor } from '../../src/index.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
+import { recordNoops } from '../helpers/noop-calls.js';
 import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
 import { watchPragmas } from '../helpers/watch-pragmas.js';
 
@@ -80,13 +81,7 @@ describe('SqliteStore sweep', () => {
     const pragmas: string[] = [];
     const watched = watchPragmas(db, pragmas);
     const store = new SqliteStore(watched, { clock, checkpoint: 'inline' });
-    const executor = new Executor({ store, authorize: () => true, clock });
-    const op = { name: 'noop', version: 1, retentionMs: 1000, effect: () => ({ resource_id: 'r' }) };
-    for (let i = 0; i < 5; i += 1) {
-      expect((await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} })).ok).toBe(
-        true,
-      );
-    }
+    await recordNoops(new Executor({ store, authorize: () => true, clock }), 5);
     expect(pragmas).not.toContain('synchronous = NORMAL'); // callers' commits stay durable
     clock.advance(2000);
     const swept = await store.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 2 });

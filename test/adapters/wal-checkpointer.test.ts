@@ -10,6 +10,7 @@ import { FakeClock } from '../../src/testing/fake-clock.js';
 import { WalCheckpointer } from '../../src/adapters/sqlite/wal-checkpointer.js';
 import { Executor } from '../../src/index.js';
 import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
+import { recordNoops } from '../helpers/noop-calls.js';
 import { watchPragmas } from '../helpers/watch-pragmas.js';
 
 const path = (): string => tempFile();
@@ -125,13 +126,7 @@ describe('SqliteStore checkpoint option', () => {
     const db = openSqlite(file);
     db.pragma('wal_autocheckpoint = 0');
     const store = new SqliteStore(db, { checkpoint: 'inline' });
-    const executor = new Executor({ store, authorize: () => true });
-    const op = { name: 'noop', version: 1, effect: () => ({ resource_id: 'r' }) };
-    for (let i = 0; i < 20; i += 1) {
-      expect((await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} })).ok).toBe(
-        true,
-      );
-    }
+    await recordNoops(new Executor({ store, authorize: () => true }), 20);
     expect(await eventually(() => rowsInDatabaseFile(file, 'idem_operations') > 0, 200)).toBe(false);
     await store.close();
   });
@@ -142,12 +137,7 @@ describe('SqliteStore checkpoint option', () => {
     const store = new SqliteStore(db, { checkpoint: 'background' });
     // The connection's own checkpoint is now only a safety net, far behind the worker's threshold.
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(BACKSTOP_AUTOCHECKPOINT);
-    const executor = new Executor({ store, authorize: () => true });
-    const op = { name: 'noop', version: 1, effect: () => ({ resource_id: 'r' }) };
-    for (let i = 0; i < 50; i += 1) {
-      const outcome = await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} });
-      expect(outcome.ok).toBe(true);
-    }
+    await recordNoops(new Executor({ store, authorize: () => true }), 50);
     // A few hundred frames: the worker lets them wait, and so does the connection.
     expect(await eventually(() => rowsInDatabaseFile(file, 'idem_operations') > 0, 200)).toBe(false);
     // One transaction of more than BACKGROUND_CHECKPOINT_FRAMES pages puts the WAL past the threshold.
@@ -186,13 +176,7 @@ describe('SqliteStore checkpoint option', () => {
       const db = openSqlite(file);
       db.pragma('wal_autocheckpoint = 0'); // only a checkpointer can fill the database file
       const store = new SqliteStore(db, { clock, checkpoint: 'inline' });
-      const executor = new Executor({ store, authorize: () => true, clock });
-      const op = { name: 'noop', version: 1, retentionMs: 1000, effect: () => ({ resource_id: 'r' }) };
-      for (let i = 0; i < receipts; i += 1) {
-        expect((await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} })).ok).toBe(
-          true,
-        );
-      }
+      await recordNoops(new Executor({ store, authorize: () => true, clock }), receipts);
       clock.advance(2000);
       const swept = await store.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 1 });
       const inFile = rowsInDatabaseFile(file, 'idem_tombstones');
@@ -217,13 +201,7 @@ describe('SqliteStore inline checkpoints during a long sweep', () => {
     const pragmas: string[] = [];
     const watched = watchPragmas(db, pragmas);
     const store = new SqliteStore(watched, { clock, checkpoint: 'inline' });
-    const executor = new Executor({ store, authorize: () => true, clock });
-    const op = { name: 'noop', version: 1, retentionMs: 1000, effect: () => ({ resource_id: 'r' }) };
-    for (let i = 0; i < SWEEP_CHECKPOINTER_AFTER + 2; i += 1) {
-      expect((await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} })).ok).toBe(
-        true,
-      );
-    }
+    await recordNoops(new Executor({ store, authorize: () => true, clock }), SWEEP_CHECKPOINTER_AFTER + 2);
     const thresholds = (): string[] => pragmas.filter((p) => p.startsWith('wal_autocheckpoint ='));
     expect(thresholds()).toEqual([]);
     clock.advance(2000);
@@ -236,7 +214,6 @@ describe('SqliteStore inline checkpoints during a long sweep', () => {
 });
 
 describe("SqliteStore checkpoint 'adaptive'", () => {
-  const op = { name: 'noop', version: 1, retentionMs: 1000, effect: () => ({ resource_id: 'r' }) };
   const thresholds = (pragmas: string[]): string[] =>
     pragmas.filter((p) => p.startsWith('wal_autocheckpoint ='));
 
@@ -246,17 +223,13 @@ describe("SqliteStore checkpoint 'adaptive'", () => {
     const store = new SqliteStore(watchPragmas(db, pragmas), { checkpoint: 'adaptive' });
     const executor = new Executor({ store, authorize: () => true });
     let n = 0;
-    const call = async () => {
-      n += 1;
-      const outcome = await executor.run(op, { principal: 'p', workspace: 'w', key: `k${n}`, args: {} });
-      expect(outcome.ok).toBe(true);
-    };
-    for (let i = 0; i < 20; i += 1) await call();
+    const call = () => recordNoops(executor, 1, (n += 1));
+    await recordNoops(executor, 20, 1000);
     expect(thresholds(pragmas)).toEqual([]); // lone: SQLite's own checkpoint at 1,000 pages
     for (let round = 0; round < 4; round += 1) await Promise.all(Array.from({ length: 16 }, call));
     expect(thresholds(pragmas)).toEqual([`wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`]);
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(BACKSTOP_AUTOCHECKPOINT);
-    for (let i = 0; i < 100; i += 1) await call();
+    await recordNoops(executor, 100, 2000);
     expect(thresholds(pragmas)).toEqual([
       `wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`,
       'wal_autocheckpoint = 1000',
@@ -270,12 +243,7 @@ describe("SqliteStore checkpoint 'adaptive'", () => {
     const db = openSqlite(path());
     const pragmas: string[] = [];
     const store = new SqliteStore(watchPragmas(db, pragmas), { clock, checkpoint: 'adaptive' });
-    const executor = new Executor({ store, authorize: () => true, clock });
-    for (let i = 0; i < SWEEP_CHECKPOINTER_AFTER + 2; i += 1) {
-      expect((await executor.run(op, { principal: 'p', workspace: 'w', key: `k${i}`, args: {} })).ok).toBe(
-        true,
-      );
-    }
+    await recordNoops(new Executor({ store, authorize: () => true, clock }), SWEEP_CHECKPOINTER_AFTER + 2);
     clock.advance(2000);
     const swept = await store.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 1 });
     expect(swept.tombstoned).toBe(SWEEP_CHECKPOINTER_AFTER + 2);
