@@ -345,6 +345,7 @@ for (const factory of storeFactories) {
         const clock = new FakeClock();
         const t = await open({ clock });
         const tombstoneTtlMs = 7 * DAY;
+        const receiptExpiresAt = clock.now() + DEFAULT_RETENTION_MS;
         const first = succeeded(await call(t, 'key-1'));
 
         // Nothing is due yet.
@@ -360,7 +361,10 @@ for (const factory of storeFactories) {
         expect(swept).toMatchObject({ tombstoned: 1, tombstonesDeleted: 0 });
         expect(await counts(t)).toEqual({ notes: 1, receipts: 0, tombstones: 1 });
         expect(await t.store.getOperation(first.operationId)).toBeUndefined();
-        expect(failed(await call(t, 'key-1')).error.code).toBe('key_expired');
+        const refusal = failed(await call(t, 'key-1')).error;
+        expect(refusal.code).toBe('key_expired');
+        // The refusal says when the receipt expired, as the tombstone recorded it.
+        expect(refusal.message).toContain(new Date(receiptExpiresAt).toISOString());
         expect(failed(await call(t, 'key-1', 'other args')).error.code).toBe('key_expired');
 
         // The tombstone lives tombstoneTtlMs past the receipt's expiry, not past the sweep.

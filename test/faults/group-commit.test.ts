@@ -30,6 +30,7 @@ function recording(db: SqliteDatabase, log: string[]): SqliteDatabase {
     },
     get: (...params) => statement.get(...params),
     all: (...params) => statement.all(...params),
+    raw: (toggle) => wrap(sql, statement.raw(toggle)),
   });
   return new Proxy(db, {
     get(target, property) {

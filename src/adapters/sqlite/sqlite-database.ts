@@ -6,6 +6,8 @@ export interface SqliteStatement {
   run(...params: unknown[]): { changes: number };
   get(...params: unknown[]): unknown;
   all(...params: unknown[]): unknown[];
+  /** `true`: rows come back as arrays of values in column order instead of objects. */
+  raw(toggle?: boolean): SqliteStatement;
 }
 
 export interface SqliteDatabase {
