@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import * as prettier from 'prettier';
+import { probeFsyncUs } from './lib/disk-probe.js';
 import { summarizeProfile, type ProfileSummary } from './lib/profile.js';
 import { redisMissing, redisVersion } from './lib/redis.js';
 import {
@@ -248,7 +249,7 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
       (pgFloor === undefined || pgIdem === undefined
         ? '. '
         : ` (Idem runs at ${fmtRatio(pgIdem.opsPerSec / pgFloor.opsPerSec)} of the autocommit INSERT). `) +
-      `With 8 in flight and a pool of 10 both wait mostly on the server (p50 ${fmtUs(pgIdem.p50Us)} vs ${fmtUs(pgFloor.p50Us)}); the Node process spends its time in socket writes and waits (see the profile), so the gap is round trips, not Idem's CPU. The lookup and the receipt upsert are named prepared statements, parsed and planned once per connection${unprepared === undefined ? '' : ` (with \`preparedStatements: false\`: ${fmtRatio(unprepared.opsPerSec / pgIdem.opsPerSec)} of this throughput on first executions${unpreparedReplay === undefined || pgReplay === undefined ? '' : `, ${fmtRatio(unpreparedReplay.opsPerSec / pgReplay.opsPerSec)} on replays`})`}. The caller's effect runs between the lock and the receipt, so the lock, the effect, the receipt and COMMIT stay separate round trips; closing the rest of the gap would take group commit across calls as on SQLite, or a driver that pipelines statements.`;
+      `With 8 in flight the machine's two cores are nearly saturated, shared by the Node process and the PostgreSQL backends (in a separate measurement with \`top\`, each side used about 80% of a core and 14% stayed idle), so a statement costs CPU on both sides: a socket write and a wakeup in Node (the largest items of the profile) and a parse, bind and execute in a backend. The ratio follows the statement count, not Idem's JavaScript (p50 ${fmtUs(pgIdem.p50Us)} vs ${fmtUs(pgFloor.p50Us)} for the autocommit INSERT). The lookup and the receipt upsert are named prepared statements, parsed and planned once per connection${unprepared === undefined ? '' : ` (with \`preparedStatements: false\`: ${fmtRatio(unprepared.opsPerSec / pgIdem.opsPerSec)} of this throughput on first executions${unpreparedReplay === undefined || pgReplay === undefined ? '' : `, ${fmtRatio(unpreparedReplay.opsPerSec / pgReplay.opsPerSec)} on replays`})`}. The caller's effect runs between the lock and the receipt, so the lock, the effect, the receipt and COMMIT stay separate round trips; closing the rest of the gap would take group commit across calls as on SQLite, or a driver that pipelines statements.`;
   }
   const sweepRow = rows.find((r) => r.id === 'sweep/idem/first/during-sweep-b500');
   const sweepBase = m('sweep/idem/first/no-sweep-b500');
@@ -535,10 +536,11 @@ async function main(): Promise<void> {
   const started = performance.now();
   const loadBefore = loadavg();
   const tmpRoot = mkdtempSync(join(tmpdir(), 'idem-bench-'));
+  const fsyncUsBefore = probeFsyncUs(tmpRoot);
   const rows: RowResult[] = [];
   try {
     log(
-      `idem bench: ${quick ? 'quick' : 'full'} run, suites ${suites.join(', ')}; load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`,
+      `idem bench: ${quick ? 'quick' : 'full'} run, suites ${suites.join(', ')}; load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')}; fsync of a page ${fmtUs(fsyncUsBefore)}`,
     );
     for (const suite of suites) {
       if (!SUITE_ORDER.includes(suite))
@@ -560,6 +562,8 @@ async function main(): Promise<void> {
       memoryGb: Math.round(totalmem() / 1024 ** 3),
       loadBefore,
       loadAfter: loadavg(),
+      fsyncUsBefore,
+      fsyncUsAfter: probeFsyncUs(tmpRoot),
       ...settings,
       wallSeconds: Math.round((performance.now() - started) / 1000),
       versions: await versions(),

@@ -10,6 +10,9 @@ export interface RunMeta {
   readonly memoryGb: number;
   readonly loadBefore: readonly number[];
   readonly loadAfter: readonly number[];
+  /** Median fdatasync of one overwritten 4 KiB page before and after the suites, µs (probeFsyncUs). */
+  readonly fsyncUsBefore?: number;
+  readonly fsyncUsAfter?: number;
   readonly durationMs: number;
   readonly warmupMs: number;
   readonly reps: number;
@@ -179,6 +182,11 @@ export function metaSection(meta: RunMeta): string {
   return [
     `- Run: ${meta.date}, \`${meta.mode === 'quick' ? 'npm run bench -- --quick' : 'npm run bench'}\`${meta.only === undefined ? '' : ` (only rows matching \`${meta.only}\`)`}, ${fmtNum(meta.wallSeconds)} s wall time.`,
     `- Machine: ${meta.cpus}, ${fmtNum(meta.memoryGb)} GiB memory, Node ${meta.node}; load average ${meta.loadBefore.map((l) => l.toFixed(2)).join(' / ')} before and ${meta.loadAfter.map((l) => l.toFixed(2)).join(' / ')} after (1/5/15 min).`,
+    ...(meta.fsyncUsBefore === undefined || meta.fsyncUsAfter === undefined
+      ? []
+      : [
+          `- Disk: overwriting one 4 KiB page and flushing it (fdatasync) took ${fmtUs(meta.fsyncUsBefore)} (median) before the suites and ${fmtUs(meta.fsyncUsAfter)} after. A COMMIT at synchronous=FULL pays about one such flush, and on this machine it varies several-fold from day to day, which moves every ratio whose two rows spend their time differently.`,
+        ]),
     `- Method: closed loops (each of N lanes starts its next call when one settles), ${fmtNum(meta.warmupMs)} ms warm-up and ${fmtNum(meta.durationMs)} ms measured per repetition, ${meta.reps} repetition${meta.reps === 1 ? '' : 's'} per row run round-robin across the rows of a suite (a row and its baseline are measured next to each other), the median repetition by throughput kept. Each suite runs in its own Node process.`,
     `- Versions: ${versions}.`,
   ].join('\n');
