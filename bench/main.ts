@@ -422,7 +422,7 @@ function docsMarkdown(results: Results): string {
     'measured in one run on one machine, so that the machine cancels out.',
     '',
     '```sh',
-    'npm run bench              # every suite, 3 repetitions per row, profiles of missed targets (about 9 minutes)',
+    'npm run bench              # every suite, 3 repetitions per row, profiles of missed targets (9 to 18 minutes: the disk sets it)',
     'npm run bench -- --quick   # smaller tables, shorter windows, no comparison-only rows: under a minute',
     'npm run bench -- --only "sqlite-full/(floor|idem)/first"   # some rows only; --suites sqlite-full,postgres',
     '```',
