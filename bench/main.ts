@@ -202,6 +202,13 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
         : `, with its checkpoints on a worker thread (the default at NORMAL); with SQLite's own checkpoints on the committing thread, as the floors have them (\`checkpoint: 'inline'\`), Idem runs at ${of(inline)} of the floor.`)
     );
   };
+  /** What the naive idempotent transaction (lookup, insert, insert, commit) reached against the same baseline. */
+  const naiveReach = (id: string, baseline: { opsPerSec: number }): string => {
+    const naive = m(id);
+    return naive === undefined
+      ? ''
+      : ` The naive idempotent transaction on the driver (\`${id}\`: one lookup, the note, a receipt row with one index, COMMIT) ran at ${fmtRatio(naive.opsPerSec / baseline.opsPerSec)} of the same baseline in this run.`;
+  };
   const floorFull = m('sqlite-full/floor/first/c1');
   const idemFull = m('sqlite-full/idem/first/c1');
   if (floorFull !== undefined && idemFull !== undefined) {
@@ -209,6 +216,7 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
       `At synchronous=FULL every COMMIT waits for an fsync; the floor's p50 is ${fmtUs(floorFull.p50Us)} and Idem's ${fmtUs(idemFull.p50Us)}. ` +
       `Idem appends ${String(x('sqlite-full/idem/first/c1', 'walPagesPerCall') ?? '?')} WAL pages per call against ${String(x('sqlite-full/floor/first/c1', 'walPagesPerCall') ?? '?')} for the floor (the receipt row and its three indexes: the identity primary key, the unique operation_id and expires_at), and adds the fixed CPU work of an idempotent call (key check, fingerprint, two lookups, receipt upsert). ` +
       "The CPU profile shows most of the time in SQLite's C code under `#tryBatch` (the COMMIT: WAL write and fsync) and Idem's own JavaScript at a few percent." +
+      naiveReach('sqlite-full/naive/first/c1', floorFull) +
       split('full');
   }
   const floorNormal = m('sqlite-normal/floor/first/c1');
@@ -240,6 +248,7 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
   const pgFloorTrips = x('pg/floor/first/c8', 'roundTripsPerCall');
   const pgIdem = m('pg/idem/first/c8');
   const pgFloor = m('pg/floor/first/c8');
+  const pgFloorTx = m('pg/floor-tx/first/c8');
   const pgReplay = m('pg/idem/replay/c8');
   const unprepared = m('pg/idem-unprepared/first/c8');
   const unpreparedReplay = m('pg/idem-unprepared/replay/c8');
@@ -249,7 +258,7 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
       (pgFloor === undefined || pgIdem === undefined
         ? '. '
         : ` (Idem runs at ${fmtRatio(pgIdem.opsPerSec / pgFloor.opsPerSec)} of the autocommit INSERT). `) +
-      `With 8 in flight the machine's two cores are nearly saturated, shared by the Node process and the PostgreSQL backends (in a separate measurement with \`top\`, each side used about 80% of a core and 14% stayed idle), so a statement costs CPU on both sides: a socket write and a wakeup in Node (the largest items of the profile) and a parse, bind and execute in a backend. The ratio follows the statement count, not Idem's JavaScript (p50 ${fmtUs(pgIdem.p50Us)} vs ${fmtUs(pgFloor.p50Us)} for the autocommit INSERT). The lookup and the receipt upsert are named prepared statements, parsed and planned once per connection${unprepared === undefined ? '' : ` (with \`preparedStatements: false\`: ${fmtRatio(unprepared.opsPerSec / pgIdem.opsPerSec)} of this throughput on first executions${unpreparedReplay === undefined || pgReplay === undefined ? '' : `, ${fmtRatio(unpreparedReplay.opsPerSec / pgReplay.opsPerSec)} on replays`})`}. The caller's effect runs between the lock and the receipt, so the lock, the effect, the receipt and COMMIT stay separate round trips; closing the rest of the gap would take group commit across calls as on SQLite, or a driver that pipelines statements.`;
+      `With 8 in flight the machine's two cores are nearly saturated, shared by the Node process and the PostgreSQL backends (in a separate measurement with \`top\`, each side used about 80% of a core and 14% stayed idle), so a statement costs CPU on both sides: a socket write and a wakeup in Node (the largest items of the profile) and a parse, bind and execute in a backend. The ratio follows the statement count, not Idem's JavaScript (p50 ${fmtUs(pgIdem.p50Us)} vs ${fmtUs(pgFloor.p50Us)} for the autocommit INSERT). The lookup and the receipt upsert are named prepared statements, parsed and planned once per connection${unprepared === undefined ? '' : ` (with \`preparedStatements: false\`: ${fmtRatio(unprepared.opsPerSec / pgIdem.opsPerSec)} of this throughput on first executions${unpreparedReplay === undefined || pgReplay === undefined ? '' : `, ${fmtRatio(unpreparedReplay.opsPerSec / pgReplay.opsPerSec)} on replays`})`}. The caller's effect runs between the lock and the receipt, so the lock, the effect, the receipt and COMMIT stay separate round trips; closing the rest of the gap would take group commit across calls as on SQLite, or a driver that pipelines statements.${pgFloorTx === undefined ? '' : naiveReach('pg/naive/first/c8', pgFloorTx)}`;
   }
   const sweepRow = rows.find((r) => r.id === 'sweep/idem/first/during-sweep-b500');
   const sweepBase = m('sweep/idem/first/no-sweep-b500');
