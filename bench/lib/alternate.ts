@@ -12,28 +12,37 @@ export interface Alternated<T> {
   readonly results: T[];
   /** Wall time with the job running, seconds. */
   readonly jobSeconds: number;
+  /** Whether the job finished (false: stopped at `maxJobMs`). */
+  readonly done: boolean;
 }
 
 /**
  * Measures `op` (one caller) with and without a background job, in alternating phases of
- * `phaseMs`: off, on, off, on, … until the job is done. The two measurements share the same minutes
- * of the machine, so a change of its speed (a noisy neighbour, the disk) weighs on both alike
- * instead of on whichever ran second. A call counts in a phase only if it starts and ends in it.
+ * `phaseMs`: off, on, off, on, … until the job is done, or until it has run `maxJobMs` in all. The
+ * two measurements share the same minutes of the machine, so a change of its speed (a noisy
+ * neighbour, the disk) weighs on both alike instead of on whichever ran second. A call counts in a
+ * phase only if it starts and ends in it.
  */
-export async function alternate<T>(op: Op, job: Resumable<T>, phaseMs: number): Promise<Alternated<T>> {
+export async function alternate<T>(
+  op: Op,
+  job: Resumable<T>,
+  phaseMs: number,
+  maxJobMs = Number.POSITIVE_INFINITY,
+): Promise<Alternated<T>> {
   const off: number[] = [];
   const on: number[] = [];
   let offMs = 0;
   let onMs = 0;
   let phase = 0; // even: job paused; odd: job running
-  let finished = false;
+  let finished = false; // the job is done
+  let stopped = false; // no more phases
   const results: T[] = [];
   const rss = new RssSampler();
   const timer = setInterval(() => rss.sample(), 20);
 
   const caller = (async () => {
     let seq = 0;
-    while (!finished) {
+    while (!stopped) {
       const started = phase;
       const t0 = performance.now();
       await op(0, seq++);
@@ -43,7 +52,7 @@ export async function alternate<T>(op: Op, job: Resumable<T>, phaseMs: number): 
   })();
 
   try {
-    while (!finished) {
+    while (!finished && onMs < maxJobMs) {
       // Off: the caller alone.
       const offStart = performance.now();
       await new Promise((resolve) => setTimeout(resolve, phaseMs));
@@ -63,9 +72,10 @@ export async function alternate<T>(op: Op, job: Resumable<T>, phaseMs: number): 
       onMs += performance.now() - onStart;
       phase += 1;
     }
+    stopped = true;
     await caller;
   } finally {
-    finished = true;
+    stopped = true;
     clearInterval(timer);
   }
   rss.sample();
@@ -74,5 +84,6 @@ export async function alternate<T>(op: Op, job: Resumable<T>, phaseMs: number): 
     during: summarize(Float64Array.from(on), onMs / 1000, 0, rss.peakMb),
     results,
     jobSeconds: onMs / 1000,
+    done: finished,
   };
 }
