@@ -473,7 +473,7 @@ function docsMarkdown(results: Results): string {
     '  the bench’s own server.',
     '- **Scenarios**: first execution and replay at 1, 8 and 64 calls in flight; 64 callers storming one key;',
     '  receipts tables of 0, 1M and 5M rows (prefilled in one bulk transaction; `--quick`: 0 and 100k); the',
-    '  sweeper moving 1M expired receipts to tombstones (`--quick`: 30k) while a writer runs, in alternating',
+    '  sweeper moving 1M expired receipts to tombstones (`--quick`: 10k) while a writer runs, in alternating',
     '  phases, with the defaults, and for at most 40 s of sweeping each without pauses and with `checkpoint:',
     "  'background'`; replays while another",
     '  connection holds the write lock.',
