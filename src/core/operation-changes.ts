@@ -64,16 +64,20 @@ export function transitionChange(
   };
 }
 
-/** Starting an attempt: running, counted, dispatched. Undefined when it must not apply. */
+/**
+ * Starting an attempt: running, counted, dispatched. A resend after a cancel request (to learn
+ * whether an earlier attempt was applied) keeps `cancel_requested`. Undefined when it must not apply.
+ */
 export function attemptChange(
   current: OperationRecord | undefined,
   start: { workerId: string; now: number; from: readonly OperationState[] },
 ): RecordChange | undefined {
   if (!holdsLease(current, start.workerId, start.now) || !start.from.includes(current.status))
     return undefined;
-  assertTransition(current.status, 'running');
+  const status = current.status === 'cancel_requested' ? 'cancel_requested' : 'running';
+  assertTransition(current.status, status);
   return {
-    status: 'running',
+    status,
     attemptCount: current.attemptCount + 1,
     dispatched: true,
     updatedAt: start.now,

@@ -82,6 +82,14 @@ export interface UnknownOutcomeContext {
  */
 export interface DurableHandler {
   readonly mode: RecoveryMode;
+  /**
+   * Mode `reference`: how long after the worker abandoned a request (its start + the attempt
+   * timeout) the external system may still apply it. A lookup that finds nothing proves that
+   * nothing was applied only after this; until then the worker looks again later. Default: the
+   * attempt timeout. 0 suits a system that applies a request before it answers and drops it once
+   * the client is gone.
+   */
+  readonly landingMs?: number;
   dispatch(operation: OperationRecord, context: HandlerCallContext): Promise<DispatchOutcome>;
   reconcile(operation: OperationRecord, context: HandlerCallContext): Promise<ReconcileOutcome>;
   /** One sentence for `outcome_unknown`: what to check at the external system to settle it. */

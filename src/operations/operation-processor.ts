@@ -25,37 +25,43 @@ export interface OperationProcessorOptions {
  * The rules by which a worker carries one leased operation. `step` applies this table once and
  * answers the record to apply it to again (after a refused write, a reconciliation, …) or
  * undefined. "dispatched" means an attempt may have reached the provider and its outcome is not
- * established; mode is the handler's recovery mode.
+ * established; it is cleared only by what the provider establishes (a success, a reference lookup
+ * that finds nothing once no abandoned request can land), never by a later refusal, throttle,
+ * cancel or deadline. mode is the handler's recovery mode.
  *
  * | record                               | mode      | action                                                   |
  * | ------------------------------------ | --------- | -------------------------------------------------------- |
  * | cancel_requested, not dispatched     | any       | `cancelled` (nothing was or will be done)                |
- * | dispatched                           | reference | reconcile: found -> `succeeded`; absent -> `cancelled`   |
- * |                                      |           | if cancel requested, else dispatch again; lookup failed  |
- * |                                      |           | -> backoff (still dispatched) or `outcome_unknown`       |
- * | dispatched, cancel_requested         | key       | `outcome_unknown` (re-sending could deploy)              |
- * | dispatched                           | key       | re-send with the SAME provider key (replays or creates)  |
+ * | dispatched (cancel requested or not) | reference | reconcile: found -> `succeeded`; absent before the       |
+ * |                                      |           | landing window ends -> look again then; absent after ->  |
+ * |                                      |           | `cancelled` if cancel requested, else dispatch again;    |
+ * |                                      |           | lookup failed -> backoff or `outcome_unknown`            |
+ * | dispatched (cancel requested or not) | key       | re-send with the SAME provider key (replays or creates)  |
  * | dispatched                           | none      | `outcome_unknown`, error.nextAction says what to check   |
  * | deadline passed / attempts used up   | any       | dispatched: `outcome_unknown`; else `failed` (internal,  |
  * | (reference reconciles first)         |           | "deadline exhausted after N attempts: <last reason>")    |
  * | otherwise: startAttempt (commits running + dispatched + attempt row), `before_dispatch`, dispatch:  |
  * | - created                            | any       | `after_provider_reply`, `succeeded` (wins over a cancel  |
  * |                                      |           | that arrived meanwhile), finishAttempt, `after_receipt`  |
- * | - rejected (403, 422)                | any       | `failed` forbidden / invalid_argument; never retried     |
- * |                                      |           | (also after a cancel request: the refusal is precise)    |
- * | - throttled (429, 503, refused)      | any       | not dispatched; backoff (Retry-After when it fits the    |
- * |                                      |           | budget) or `failed`; cancel arrived meanwhile: cancelled |
+ * | - rejected (403, 422)                | any       | `failed` forbidden / invalid_argument, never retried;    |
+ * |                                      |           | after an earlier dispatched attempt: `outcome_unknown`   |
+ * | - throttled (429, 503, refused)      | any       | backoff (Retry-After when it fits the budget), keeping   |
+ * |                                      |           | an earlier attempt's `dispatched`; else stop as above;   |
+ * |                                      |           | cancel arrived meanwhile: the rules again (cancelled     |
+ * |                                      |           | only if nothing was dispatched before)                   |
  * | - ambiguous (timeout, reset, 5xx)    | key       | still dispatched; backoff (same key next time) or        |
- * |                                      |           | `outcome_unknown`; cancel arrived: `outcome_unknown`     |
- * |                                      | reference | reconcile at once; absent -> as throttled                |
+ * |                                      |           | `outcome_unknown`                                        |
+ * |                                      | reference | reconcile at once (as above)                             |
  * |                                      | none      | `outcome_unknown`                                        |
  *
  * Limits: attempts count `startAttempt`s (a crashed one included); the budget is `operationBudget`.
  * A reconciliation uses the full attempt timeout even past the deadline: it only reads, and it is
- * the one way to learn the truth. Reconciling right after a timeout can miss a request the
- * provider is still processing; a provider that applies requests after the client gave up needs a
- * delay before reconciling, which this reference provider (it commits before replying) does not.
+ * the one way to learn the truth. The landing window: a request abandoned at its start + the attempt
+ * timeout may still be applied for `handler.landingMs` (default: the attempt timeout) afterwards.
  */
+const FROM_ACTIVE = ['accepted', 'running'] as const;
+const FROM_WITH_CANCEL = ['accepted', 'running', 'cancel_requested'] as const;
+
 export class OperationProcessor {
   readonly #o: OperationProcessorOptions;
 
@@ -65,14 +71,12 @@ export class OperationProcessor {
 
   async step(op: OperationRecord, handler: DurableHandler, lease: AbortSignal): Promise<Next> {
     const { writer } = this.#o;
-    const cancel = op.status === 'cancel_requested';
     if (op.dispatched) {
       if (handler.mode === 'reference') return this.#reconcile(op, handler, lease, false);
       if (handler.mode === 'none')
         return writer.unknown(op, handler, 'an attempt was interrupted before its outcome was known');
-      if (cancel)
-        return writer.unknown(op, handler, 'cancel requested, but an earlier attempt may have been applied');
-    } else if (cancel) {
+      // Mode key, also after a cancel request: only a resend with the same key can tell.
+    } else if (op.status === 'cancel_requested') {
       return writer.cancel(op);
     }
     const budget = operationBudget(this.#o.policy, op, this.#o.clock.now());
@@ -91,7 +95,12 @@ export class OperationProcessor {
   async #attempt(op: OperationRecord, handler: DurableHandler, lease: AbortSignal): Promise<Next> {
     const { store, writer, clock, logger, workerId, faults } = this.#o;
     const attemptId = newAttemptId(clock.now());
-    const from = ['accepted', 'running'] as const;
+    // An earlier attempt may have been applied: this one only learns the truth, and no refusal,
+    // throttle or deadline that follows can establish that nothing was done.
+    const earlier = op.dispatched;
+    // A first dispatch never starts after a cancel request; a keyed resend may (it cannot add a
+    // second effect, and it is the one way to learn whether the first one happened).
+    const from = earlier ? FROM_WITH_CANCEL : FROM_ACTIVE;
     const started = await store.startAttempt(op.operationId, { workerId, attemptId, now: clock.now(), from });
     if (started === undefined) return writer.reread(op);
     faults.hit('before_dispatch');
@@ -135,10 +144,12 @@ export class OperationProcessor {
       }
       case 'rejected':
         await finish('failed');
+        if (earlier)
+          return writer.unknown(started, handler, `an earlier attempt may have been applied; now ${detail}`);
         return writer.fail(started, SETTLE_FROM, outcome.code, `${detail}; nothing was done`);
       case 'throttled':
         await finish('retryable_failure');
-        return this.#retryOrStop(started, handler, false, detail, outcome.retryAfterMs);
+        return this.#retryOrStop(started, handler, earlier, detail, outcome.retryAfterMs);
       case 'ambiguous':
         await finish('ambiguous');
         if (handler.mode === 'key') return this.#retryOrStop(started, handler, true, detail);
@@ -169,15 +180,22 @@ export class OperationProcessor {
         return writer.unknown(op, handler, 'the handler cannot reconcile an earlier attempt');
       case 'ambiguous':
         return this.#retryOrStop(op, handler, true, found.reason);
-      case 'absent':
+      case 'absent': {
+        // Absent proves nothing while an abandoned request could still land: look again after.
+        const wait = await this.#landingWait(op, handler);
+        if (wait > 0) return this.#schedule(op, true, wait, 'absent, but an attempt may still land');
         if (op.status === 'cancel_requested') return writer.cancel(op);
         if (afterAttempt) return this.#retryOrStop(op, handler, false, 'not applied (reconciled)');
         // Established: nothing was applied. Record it; the rules then dispatch again.
         return writer.write(op, ['running'], 'running', { dispatched: false });
+      }
     }
   }
 
-  /** After an attempt that was not applied (`dispatched` false) or may have been: backoff or stop. */
+  /**
+   * After an attempt that was not applied (`dispatched` false) or may have been (or followed one that
+   * may have been): backoff, or stop with `failed` (nothing applied) or `outcome_unknown`.
+   */
   async #retryOrStop(
     op: OperationRecord,
     handler: DurableHandler,
@@ -185,29 +203,52 @@ export class OperationProcessor {
     reason: string,
     retryAfterMs?: number,
   ): Promise<Next> {
-    const { store, writer, clock, logger, workerId, random } = this.#o;
-    const now = clock.now();
-    const budget = operationBudget(this.#o.policy, op, now);
+    const { writer, clock, random } = this.#o;
+    const budget = operationBudget(this.#o.policy, op, clock.now());
     const plan = planRetry(budget.policy, op.attemptCount, budget.elapsedMs, random, retryAfterMs);
     if (!plan.retry) {
       if (dispatched) return writer.unknown(op, handler, `${plan.reason}; last attempt: ${reason}`);
       return writer.fail(op, SETTLE_FROM, 'internal', stopMessage(plan.reason, op.attemptCount, reason));
     }
-    const patch = { dispatched, nextAttemptAt: now + plan.delayMs, releaseLease: true };
+    return this.#schedule(op, dispatched, plan.delayMs, reason);
+  }
+
+  /** Releases the lease until `delayMs` from now, recording whether an attempt may have been applied. */
+  async #schedule(op: OperationRecord, dispatched: boolean, delayMs: number, reason: string): Promise<Next> {
+    const { store, writer, clock, logger, workerId } = this.#o;
+    const now = clock.now();
+    const patch = { dispatched, nextAttemptAt: now + delayMs, releaseLease: true };
     const scheduled = await store.transition(op.operationId, {
       workerId,
-      from: ['running'],
-      to: 'running',
+      from: [op.status],
+      to: op.status,
       now,
       patch,
     });
     if (scheduled !== undefined) {
-      logger.info('op.retry_scheduled', { ...writer.fields(op), delay_ms: plan.delayMs, dispatched });
+      logger.info('op.retry_scheduled', { ...writer.fields(op), delay_ms: delayMs, dispatched, reason });
       return undefined;
     }
-    // Refused, most likely because a cancel arrived during the attempt: what we learned decides.
+    // Refused, most likely because a cancel arrived meanwhile. Nothing applied: cancelled. Maybe
+    // applied: the fresh record goes through the rules (a keyed resend or a reconciliation).
     if (!dispatched) return writer.cancel(op);
-    return writer.unknown(op, handler, `cancel requested after an attempt with unknown outcome (${reason})`);
+    return writer.reread(op);
+  }
+
+  /**
+   * How long until no abandoned attempt can still be applied by the provider: an attempt's request
+   * may be processed until its start + the attempt timeout + the handler's `landingMs`. 0 when past.
+   */
+  async #landingWait(op: OperationRecord, handler: DurableHandler): Promise<number> {
+    if (op.attemptCount === 0) return 0;
+    const attempts = await this.#o.store.listAttempts(op.operationId);
+    const landing = handler.landingMs ?? this.#o.policy.attemptTimeoutMs;
+    let latest = 0;
+    for (const attempt of attempts) {
+      const abandoned = Math.max(attempt.endedAt ?? 0, attempt.startedAt + this.#o.policy.attemptTimeoutMs);
+      latest = Math.max(latest, abandoned + landing);
+    }
+    return Math.max(0, latest - this.#o.clock.now());
   }
 
   async #lastReason(op: OperationRecord): Promise<string> {

@@ -177,8 +177,9 @@ export interface Resolution extends SignalOption {
  * - `transition`, `startAttempt`, `renewLease` MUST apply only while `workerId` holds an unexpired
  *   lease and the state is one of `from`; otherwise they change nothing and return undefined/false.
  *   Every state change MUST be legal per `core/operation-state.ts`.
- * - `startAttempt` MUST, in one transaction, move the operation to `running`, count the attempt, set
- *   `dispatched` and record the attempt row, BEFORE the caller contacts the provider.
+ * - `startAttempt` MUST, in one transaction, move the operation to `running` (a `cancel_requested`
+ *   one stays so), count the attempt, set `dispatched` and record the attempt row, BEFORE the caller
+ *   contacts the provider.
  * - `requestCancel` MUST move `accepted`/`running` to `cancel_requested` and leave any other state
  *   unchanged; `resolve` MUST only settle `outcome_unknown`, recording who and when.
  *

@@ -14,6 +14,7 @@ import type { LogFields, Logger } from '../../src/core/logger.js';
 import type { OperationIdentity } from '../../src/core/operation-identity.js';
 import type { OperationRecord } from '../../src/core/operation-record.js';
 import type { RetryPolicy } from '../../src/core/retry-policy.js';
+import type { Store } from '../../src/store/store.js';
 import {
   DeploymentHandler,
   DeploymentProviderClient,
@@ -22,6 +23,10 @@ import {
   type WorkerOptions,
 } from '../../src/operations/index.js';
 import { startProvider, type RunningProvider } from '../../src/provider/index.js';
+import { openPostgresTestStore } from '../helpers/postgres-fixtures.js';
+
+/** The engines the worker's behaviour tests loop over. */
+export type Engine = 'sqlite' | 'postgres';
 
 /** Small real timeouts (the provider call is real HTTP); retries are due at once (random 0). */
 export const TEST_POLICY: RetryPolicy = {
@@ -62,7 +67,7 @@ export interface AcceptOptions {
 
 /** Commits a durable operation born `accepted`, as `Executor.start` would. */
 export async function accept(
-  store: SqliteStore,
+  store: Store<unknown>,
   clock: Clock,
   args: JsonObject,
   options: AcceptOptions = {},
@@ -124,7 +129,7 @@ export interface Harness {
   readonly dir: string;
   readonly dbPath: string;
   readonly clock: Clock;
-  readonly store: SqliteStore;
+  readonly store: Store<unknown>;
   readonly provider: RunningProvider;
   readonly handler: DeploymentHandler;
   readonly logger: ReturnType<typeof memoryLogger>;
@@ -134,11 +139,23 @@ export interface Harness {
   deployments(): Promise<Array<Record<string, unknown>>>;
 }
 
-/** A SQLite store, a provider in `mode` (temp files), and a DeploymentHandler for it. */
-export async function harness(mode: RecoveryMode, clock: Clock = systemClock): Promise<Harness> {
+/** A store on `engine` (SQLite temp file, or a PostgreSQL schema of its own), closed after the test. */
+export async function openEngineStore(engine: Engine, dbPath: string, clock: Clock): Promise<Store<unknown>> {
+  if (engine === 'sqlite') return openStore(dbPath, clock);
+  const pg = await openPostgresTestStore({ clock });
+  onTestFinished(() => pg.close());
+  return pg.store as Store<unknown>;
+}
+
+/** A store (SQLite unless `engine` says otherwise), a provider in `mode` (temp files), and its handler. */
+export async function harness(
+  mode: RecoveryMode,
+  clock: Clock = systemClock,
+  engine: Engine = 'sqlite',
+): Promise<Harness> {
   const dir = tempDir();
   const dbPath = join(dir, 'idem.sqlite');
-  const store = openStore(dbPath, clock);
+  const store = await openEngineStore(engine, dbPath, clock);
   const provider = await openProvider(mode, dir);
   const handler = new DeploymentHandler({
     client: new DeploymentProviderClient({ baseUrl: provider.url }),

@@ -35,7 +35,7 @@ describe('Worker: cancellation', () => {
     });
   });
 
-  it('mode key: cancel after an ambiguous attempt ends outcome_unknown (re-sending could deploy)', async () => {
+  it('mode key: cancel after an ambiguous attempt resends with the same key to learn the truth: succeeded', async () => {
     const h = await harness('key', new FakeClock());
     const sent = recordRequests();
     const op = await h.accept(args);
@@ -44,8 +44,14 @@ describe('Worker: cancellation', () => {
     expect(await worker.runOnce()).toBe(true);
     await h.store.requestCancel(op.operationId, h.clock.now());
     expect(await worker.runOnce()).toBe(true);
-    expect(await h.get(op.operationId)).toMatchObject({ status: 'outcome_unknown', dispatched: true });
-    expect(creates(sent)).toHaveLength(1);
+    const [deployment] = await h.deployments();
+    expect(await h.get(op.operationId)).toMatchObject({
+      status: 'succeeded',
+      resourceId: deployment?.deployment_id,
+    });
+    expect(creates(sent)).toHaveLength(2);
+    expect(creates(sent)[1]?.idempotencyKey).toBe(creates(sent)[0]?.idempotencyKey);
+    expect(await h.deployments()).toHaveLength(1);
   });
 
   it('cancel during backoff after a 503: cancelled, nothing deployed', async () => {

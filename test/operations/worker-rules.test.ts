@@ -97,7 +97,7 @@ describe('Worker rules with a scripted handler', () => {
     expect(await t.get()).toMatchObject({ status: 'cancelled', dispatched: false, attemptCount: 1 });
   });
 
-  it('a cancel that arrives during an ambiguous attempt (mode key): outcome_unknown', async () => {
+  it('a cancel that arrives during an ambiguous attempt (mode key): resends, then outcome_unknown', async () => {
     const t = await setup('key');
     const g = gate();
     t.script.dispatches.push(async () => {
@@ -105,14 +105,25 @@ describe('Worker rules with a scripted handler', () => {
       await g.opened;
       return { kind: 'ambiguous', reason: 'timeout' };
     });
+    // The resends after the cancel (same key) are refused: the first attempt's outcome stays open.
+    t.script.dispatches.push(async () => ({ kind: 'throttled', status: 0 }));
+    t.script.dispatches.push(async () => ({
+      kind: 'rejected',
+      code: 'forbidden',
+      status: 403,
+      reason: 'no',
+    }));
     const running = t.worker.runOnce();
     await g.reached;
     await t.store.requestCancel(t.op.operationId, t.clock.now());
     g.open();
     await running;
+    expect(await t.get()).toMatchObject({ status: 'cancel_requested', dispatched: true });
+    while (await t.worker.runOnce());
     const done = await t.get();
-    expect(done).toMatchObject({ status: 'outcome_unknown', dispatched: true });
+    expect(done).toMatchObject({ status: 'outcome_unknown', dispatched: true, attemptCount: 3 });
     expect(done.error?.nextAction).toBe(`look for ${t.op.operationId}`);
+    expect(t.script.calls).toHaveLength(3);
   });
 
   it('a success that arrives after a cancel request: succeeded', async () => {
@@ -159,15 +170,27 @@ describe('Worker rules with a scripted handler', () => {
     expect(t.script.calls).toEqual([`dispatch ${key}`, `reconcile ${key}`, `reconcile ${key}`]);
   });
 
-  it('mode reference: absent after an ambiguous attempt is a backoff, then a new attempt', async () => {
+  it('mode reference: absent right after an ambiguous attempt is not proof; absent after the landing window is', async () => {
     const t = await setup('reference');
     t.script.dispatches.push(async () => ({ kind: 'ambiguous', reason: 'timeout' }));
     t.script.reconciles.push(async () => ({ kind: 'absent' }));
+    t.script.reconciles.push(async () => ({ kind: 'absent' }));
     t.script.dispatches.push(async () => created('res_4'));
     expect(await t.worker.runOnce()).toBe(true);
-    expect(await t.get()).toMatchObject({ status: 'running', dispatched: false });
+    expect(await t.get()).toMatchObject({ status: 'running', dispatched: true });
+    // The request may still land until its start + attempt timeout + landingMs (default: the timeout).
+    t.clock.advance(2 * TEST_POLICY.attemptTimeoutMs - 1);
+    expect(await t.worker.runOnce()).toBe(false);
+    t.clock.advance(1);
+    // Reconciles: absent, now established; the same run dispatches again.
     expect(await t.worker.runOnce()).toBe(true);
     expect(await t.get()).toMatchObject({ status: 'succeeded', attemptCount: 2 });
+    expect(t.script.calls.map((call) => call.split(' ')[0])).toEqual([
+      'dispatch',
+      'reconcile',
+      'reconcile',
+      'dispatch',
+    ]);
   });
 
   it('a reconcile the handler cannot do ends outcome_unknown', async () => {
