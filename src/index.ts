@@ -13,6 +13,8 @@ export type { Scope, OperationIdentity } from './core/operation-identity.js';
 export type { Receipt, Tombstone, Existing } from './core/receipt.js';
 export type { JsonObject, JsonValue } from './core/json.js';
 export type { Logger, LogFields } from './core/logger.js';
+export { jsonLogger } from './log/json-logger.js';
+export { toLogger, type LoggerOption, type PinoLike, type ConsoleLike } from './log/to-logger.js';
 export { FaultPoints, type FaultPoint, type FaultAction } from './core/fault-points.js';
 export { DEFAULT_SWEEP_BATCH_BUDGET_MS, DEFAULT_SWEEP_MAX_DUTY } from './core/batch-sizer.js';
 export {

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../core/clock.js';
 import { IdemError } from '../core/errors.js';
 import { fingerprint } from '../core/fingerprint.js';
-import { silentLogger, type Logger } from '../core/logger.js';
+import type { Logger } from '../core/logger.js';
+import { toLogger, type LoggerOption } from '../log/to-logger.js';
 import { attemptTimeout, DEFAULT_RETRY_POLICY, planRetry, type RetryPolicy } from '../core/retry-policy.js';
 import { callWithTimeout, type AttemptResult } from './call-with-timeout.js';
 import type { McpClient } from './connect-target.js';
@@ -35,7 +36,7 @@ export interface IdemClientOptions {
   /** Generates idempotency keys. Default a random UUID. */
   newKey?: () => string;
   /** Receives one `idem.client.outcome` line per outcome: ids, codes, counts; never arguments or keys. */
-  logger?: Logger;
+  logger?: LoggerOption;
 }
 
 export interface CallOptions {
@@ -111,7 +112,7 @@ export class IdemClient {
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? Math.random;
     this.#newKey = options.newKey ?? randomUUID;
-    this.#logger = options.logger ?? silentLogger;
+    this.#logger = toLogger(options.logger);
   }
 
   /** Performs one intended action: `args` without the key (the client owns it). */

@@ -14,7 +14,10 @@ export function decide(existing: Existing | undefined, requestFingerprint: strin
   if (existing === undefined) return { kind: 'execute' };
   if (existing.kind === 'tombstone') {
     if (existing.tombstone.expiresAt <= now) return { kind: 'execute' };
-    return { kind: 'reject', error: expired(existing.tombstone.receiptExpiredAt) };
+    return {
+      kind: 'reject',
+      error: expired(existing.tombstone.receiptExpiredAt, existing.tombstone.expiresAt),
+    };
   }
   const { receipt } = existing;
   if (receipt.expiresAt !== undefined && receipt.expiresAt <= now) {
@@ -37,10 +40,18 @@ export function decide(existing: Existing | undefined, requestFingerprint: strin
   return { kind: 'replay', receipt };
 }
 
-function expired(at: number): IdemError {
+/**
+ * `key_expired`, saying how long the key stays refused: until the tombstone's expiry when it is
+ * known (`freeAt`), else for the server's tombstone window; after that the key is free again.
+ */
+function expired(at: number, freeAt?: number): IdemError {
+  const until =
+    freeAt === undefined
+      ? "for the server's tombstone retention after that"
+      : `until ${new Date(freeAt).toISOString()}`;
   return new IdemError(
     'key_expired',
-    `this idempotency_key expired at ${new Date(at).toISOString()}; its result is no longer kept and it will not run again`,
+    `this idempotency_key expired at ${new Date(at).toISOString()}; its result is no longer kept. A retry with it is refused and not executed ${until}; after that the key is free again and a call with it would be a new action`,
     {
       nextAction:
         'Check with a read tool whether the original action took effect; if a new action is wanted, generate a new idempotency_key.',

@@ -6,12 +6,13 @@ import { fingerprint } from '../core/fingerprint.js';
 import { validateIdempotencyKey } from '../core/idempotency-key.js';
 import { newAttemptId, newOperationId } from '../core/ids.js';
 import type { JsonObject } from '../core/json.js';
-import { silentLogger, type Logger } from '../core/logger.js';
+import type { LogFields, Logger } from '../core/logger.js';
 import { operationLabel, validateOperationName, type OperationIdentity } from '../core/operation-identity.js';
 import type { OperationRecord } from '../core/operation-record.js';
 import { isActive } from '../core/operation-state.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
 import type { CommitUnit, EffectContext, EffectResult, SignalOption, Store } from '../store/store.js';
+import { toLogger, type LoggerOption } from '../log/to-logger.js';
 import { outcomeOf, type CallOutcome } from './call-outcome.js';
 
 export type { CallOutcome } from './call-outcome.js';
@@ -65,7 +66,12 @@ export interface ExecutorOptions<App> {
   store: Store<App>;
   authorize: Authorize;
   clock?: Clock;
-  logger?: Logger;
+  /**
+   * An Idem `Logger`, a pino logger or `console`, as they are (see `LoggerOption`). One `idem.call`
+   * line per call; an `internal` outcome's line also carries the error's name, message and stack
+   * (and `error_source`: `effect`, `authorize` or `idem`), never the arguments.
+   */
+  logger?: LoggerOption;
   /** How long a call waits for an in-flight operation with its key. Default 2 s. */
   inFlightWaitMs?: number;
 }
@@ -86,7 +92,7 @@ export class Executor<App> {
     this.store = options.store;
     this.#authorize = options.authorize;
     this.#clock = options.clock ?? systemClock;
-    this.#logger = options.logger ?? silentLogger;
+    this.#logger = toLogger(options.logger);
     this.#waitMs = options.inFlightWaitMs ?? DEFAULT_IN_FLIGHT_WAIT_MS;
   }
 
@@ -112,8 +118,8 @@ export class Executor<App> {
     request: CallRequest<Args>,
   ): Promise<CallOutcome> {
     const retentionMs = operation.retentionMs ?? DEFAULT_RETENTION_MS;
-    return this.#call(operation, request, (identity, context, requestFingerprint) => ({
-      effect: (app, ctx) => operation.effect(app, request.args, ctx),
+    return this.#call(operation, request, (identity, context, requestFingerprint, watch) => ({
+      effect: (app, ctx) => watch('effect', () => operation.effect(app, request.args, ctx)),
       receipt: (result) => {
         const now = this.#clock.now();
         const business = checkEffectResult(result);
@@ -172,13 +178,20 @@ export class Executor<App> {
       identity: OperationIdentity,
       context: Omit<EffectContext, 'enqueue'>,
       requestFingerprint: string,
+      watch: Watch,
     ) => Pick<CommitUnit<App>, 'effect' | 'receipt'>,
   ): Promise<CallOutcome> {
     const attemptId = newAttemptId(this.#clock.now());
     const started = this.#clock.monotonic();
     let operationId: string | undefined;
+    // What the application's own code (effect, authorize) threw during this call, if anything.
+    let failure: UserCodeFailure | undefined;
+    const watch: Watch = (source, run) =>
+      watched(run, (error) => {
+        failure = { source, error };
+      });
     const finish = (outcome: CallOutcome): CallOutcome => {
-      const fields = {
+      const fields: LogFields = {
         attempt_id: attemptId,
         operation_id: outcome.ok ? outcome.operationId : (outcome.error.operationId ?? operationId),
         tool: operationLabel({ operation: operation.name, version: operation.version }),
@@ -187,17 +200,18 @@ export class Executor<App> {
         outcome: outcome.ok ? callOutcomeLabel(outcome.replayed, outcome.result.status) : outcome.error.code,
         duration_ms: Math.round((this.#clock.monotonic() - started) * 1000) / 1000,
       };
-      if (!outcome.ok && outcome.error.code === 'internal') this.#logger.error('idem.call', fields);
-      else this.#logger.info('idem.call', fields);
+      if (!outcome.ok && outcome.error.code === 'internal') {
+        this.#logger.error('idem.call', { ...fields, ...errorFields(failure, outcome.error) });
+      } else this.#logger.info('idem.call', fields);
       return outcome;
     };
 
     try {
       const key = validateIdempotencyKey(request.key);
       const requestFingerprint = fingerprint(request.args);
-      const allowed = await this.#authorize(request.principal, request.workspace, {
-        operation: operation.name,
-      });
+      const allowed = await watch('authorize', () =>
+        this.#authorize(request.principal, request.workspace, { operation: operation.name }),
+      );
       if (!allowed) {
         throw new IdemError(
           'forbidden',
@@ -227,7 +241,7 @@ export class Executor<App> {
           context,
           absent: found === undefined,
           decide: (existing) => decide(existing, requestFingerprint, this.#clock.now()),
-          ...build(identity, context, requestFingerprint),
+          ...build(identity, context, requestFingerprint, watch),
         },
         request,
       );
@@ -239,6 +253,16 @@ export class Executor<App> {
       throw outcome.decision.error;
     } catch (error) {
       const idemError = toIdemError(error, 'the operation failed and was rolled back; nothing was committed');
+      if (failure !== undefined && idemError.code === 'internal') {
+        // The application's own code failed: say so, and where its details are, never what they are.
+        const where = operationId === undefined ? `attempt ${attemptId}` : `operation ${operationId}`;
+        const visible = new IdemError(
+          'internal',
+          `the tool's ${failure.source} code failed; nothing was committed. The server log has the details under ${where}.`,
+          { ...(operationId === undefined ? {} : { operationId }), cause: failure.error },
+        );
+        return finish({ ok: false, error: visible, attemptId });
+      }
       return finish({ ok: false, error: idemError, attemptId });
     }
   }
@@ -261,6 +285,46 @@ export class Executor<App> {
       dispatched: false,
     } as const;
   }
+}
+
+type Watch = <T>(source: UserCodeFailure['source'], run: () => T) => T;
+
+interface UserCodeFailure {
+  readonly source: 'effect' | 'authorize';
+  readonly error: unknown;
+}
+
+/**
+ * Runs the application's code and reports what it throws (synchronously or as a rejected promise),
+ * rethrowing it unchanged: the store still translates driver errors and rolls back, and a
+ * synchronous effect stays synchronous (SQLite runs it inside its transaction).
+ */
+function watched<T>(run: () => T, report: (error: unknown) => void): T {
+  try {
+    const value = run();
+    if (value instanceof Promise) {
+      return value.catch((error: unknown) => {
+        report(error);
+        throw error;
+      }) as T;
+    }
+    return value;
+  } catch (error) {
+    report(error);
+    throw error;
+  }
+}
+
+/** The log fields of an `internal` outcome: what failed, where, and its stack; never arguments. */
+function errorFields(failure: UserCodeFailure | undefined, error: IdemError): LogFields {
+  const root = failure?.error ?? error.cause ?? error;
+  const described = root instanceof Error ? root : new Error(String(root));
+  return {
+    error_source: failure?.source ?? 'idem',
+    error_name: described.name,
+    error_message: described.message,
+    error_stack: described.stack,
+  };
 }
 
 function checkEffectResult(result: EffectResult | undefined): EffectResult {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { FaultPoints } from '../core/fault-points.js';
-import { silentLogger, type Logger } from '../core/logger.js';
+import type { Logger } from '../core/logger.js';
+import { toLogger, type LoggerOption } from '../log/to-logger.js';
 import type { OutboxMessage } from '../core/operation-record.js';
 import type { Store } from '../store/store.js';
 import { PollingLoop } from './polling-loop.js';
@@ -10,7 +11,7 @@ import { networkReason } from './provider-client.js';
 export interface OutboxDispatcherOptions<App = unknown> {
   readonly store: Store<App>;
   readonly clock?: Clock;
-  readonly logger?: Logger;
+  readonly logger?: LoggerOption;
   /** Default `outbox-<uuid>`. */
   readonly workerId?: string;
   /** How long a claimed batch is ours. Default 5000. */
@@ -58,7 +59,7 @@ export class OutboxDispatcher<App = unknown> {
   constructor(options: OutboxDispatcherOptions<App>) {
     this.#store = options.store;
     this.#clock = options.clock ?? systemClock;
-    this.#logger = options.logger ?? silentLogger;
+    this.#logger = toLogger(options.logger);
     this.workerId = options.workerId ?? `outbox-${randomUUID()}`;
     this.#leaseMs = options.leaseMs ?? 5000;
     this.#batchSize = options.batchSize ?? 10;

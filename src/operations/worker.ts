@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { FaultPoints } from '../core/fault-points.js';
-import { silentLogger, type Logger } from '../core/logger.js';
+import type { Logger } from '../core/logger.js';
+import { toLogger, type LoggerOption } from '../log/to-logger.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
 import type { Store } from '../store/store.js';
 import type { DurableHandler } from './durable-handler.js';
@@ -17,7 +18,7 @@ export interface WorkerOptions<App = unknown> {
   /** Default: the system clock. */
   readonly clock?: Clock;
   /** Default: silent. */
-  readonly logger?: Logger;
+  readonly logger?: LoggerOption;
   /** Default `worker-<uuid>`; must differ between workers that run at the same time. */
   readonly workerId?: string;
   /** Lease length, renewed every `leaseMs / 3` while the worker works on an operation. Default 5000. */
@@ -67,7 +68,7 @@ export class Worker<App = unknown> {
     this.#store = options.store;
     this.#handlers = options.handlers;
     this.#clock = options.clock ?? systemClock;
-    this.#logger = options.logger ?? silentLogger;
+    this.#logger = toLogger(options.logger);
     this.workerId = options.workerId ?? `worker-${randomUUID()}`;
     this.#leaseMs = options.leaseMs ?? 5000;
     if (!(this.#leaseMs >= 3)) throw new RangeError('leaseMs must be at least 3');

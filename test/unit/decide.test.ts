@@ -96,6 +96,19 @@ describe('decide', () => {
     expect(errorOf(decide(existing, OTHER_FP, NOW)).code).toBe('key_expired');
   });
 
+  it('says until when an expired key stays refused and that it is free again after that', () => {
+    const expiresAt = Date.UTC(2026, 1, 1, 6);
+    const error = errorOf(decide(tombstone({ expiresAt }), FP, NOW));
+    expect(error.message).toMatch(
+      /refused and not executed until 2026-02-01T06:00:00.000Z; after that the key is free again/,
+    );
+    expect(error.message).not.toMatch(/will not run again/);
+    const unswept = errorOf(decide(receipt({ expiresAt: NOW }), FP, NOW));
+    expect(unswept.message).toMatch(
+      /for the server's tombstone retention after that; after that the key is free again/,
+    );
+  });
+
   it('executes once the tombstone itself has expired (the key is free again)', () => {
     expect(decide(tombstone({ expiresAt: NOW }), FP, NOW)).toEqual({ kind: 'execute' });
     expect(decide(tombstone({ expiresAt: NOW - 1 }), OTHER_FP, NOW)).toEqual({ kind: 'execute' });

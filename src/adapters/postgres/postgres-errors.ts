@@ -21,7 +21,9 @@ export function isRetryableInAdapter(error: unknown): boolean {
  */
 export function isConnectionLoss(error: unknown): boolean {
   const state = sqlState(error);
-  if (state !== undefined) return state.startsWith('08') || state.startsWith('57P');
+  // 08P01 (protocol_violation) is in the connection class, but the server reports it on a live
+  // connection, e.g. for a query with the wrong number of parameters: the caller's bug, not a loss.
+  if (state !== undefined) return (state.startsWith('08') && state !== '08P01') || state.startsWith('57P');
   const code = (error as { code?: unknown } | null)?.code;
   const message = (error as { message?: unknown } | null)?.message;
   return (
