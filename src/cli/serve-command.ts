@@ -98,7 +98,8 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const sweepMaxDuty = dutyOption('--sweep-max-duty', values['sweep-max-duty']);
   const inFlightWaitMs = durationOption('--in-flight-wait', values['in-flight-wait'], 60_000);
   const work = workSettings(values);
-  const registry = values.tokens === undefined ? undefined : TokenRegistry.fromFile(values.tokens);
+  const registry =
+    values.tokens === undefined ? undefined : TokenRegistry.fromFile(values.tokens, { logger });
   const devGrant: Grant | undefined =
     registry === undefined
       ? { principal: (values.stdio && process.env.IDEM_PRINCIPAL) || 'dev', workspaces: ['default'] }
@@ -165,13 +166,15 @@ export async function serveCommand(argv: string[]): Promise<void> {
 
   let close: () => Promise<void>;
   if (values.stdio) {
-    let grant = devGrant;
+    let grant = () => devGrant;
     if (registry !== undefined) {
-      grant = process.env.IDEM_TOKEN === undefined ? undefined : registry.grantFor(process.env.IDEM_TOKEN);
-      if (grant === undefined)
+      const token = process.env.IDEM_TOKEN;
+      if (token === undefined || registry.grantFor(token) === undefined)
         throw new CliError('with --stdio and --tokens, set IDEM_TOKEN to one of the tokens');
+      // Looked up again for every message: the tokens file may revoke it while we run.
+      grant = () => registry.grantFor(token);
     }
-    close = await serveStdio(app, grant as Grant);
+    close = await serveStdio(app, grant);
     logger.info('idem.serving', { transport: 'stdio', db: database.label });
   } else {
     const http = await startHttpServer(app, {
