@@ -29,9 +29,11 @@ ${DATABASE_HELP}
   --port N                   HTTP port (default 3000); the endpoint is http://HOST:PORT/mcp
   --host HOST                HTTP interface (default 127.0.0.1)
   --stdio                    speak MCP on stdin/stdout instead of HTTP
-  --tokens FILE              bearer tokens: {"<token>": {"principal": "...", "workspaces": ["..."]}}
-                             (re-read when it changes). Without it: loopback-only dev mode with
-                             principal "dev" (or $IDEM_PRINCIPAL on stdio) and workspace "default".
+  --tokens FILE              bearer tokens: {"<token>": {"principal": "...", "workspaces": ["..."]}},
+                             each bounded by its own workspaces; re-read when it changes, and while
+                             the file is invalid or missing every token is refused. Without it:
+                             loopback-only dev mode with principal "dev" (or $IDEM_PRINCIPAL on
+                             stdio) and workspace "default".
                              With --stdio, $IDEM_TOKEN names the token to act as.
   --retention DUR            how long receipts replay (default 24h)
   --tombstone-retention DUR  how long an expired key is refused after that (default 30d)
