@@ -102,6 +102,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const work = workSettings(values);
   const registry =
     values.tokens === undefined ? undefined : TokenRegistry.fromFile(values.tokens, { logger });
+  const stopWatchingTokens = registry?.watch() ?? (() => undefined);
   const devGrant: Grant | undefined =
     registry === undefined
       ? { principal: (values.stdio && process.env.IDEM_PRINCIPAL) || 'dev', workspaces: ['default'] }
@@ -190,6 +191,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
 
   const shutdown = async (signal: string) => {
     logger.info('idem.stopping', { signal });
+    stopWatchingTokens();
     await stopSweeper();
     await stopWork();
     await close();

@@ -89,6 +89,17 @@ export class TokenRegistry {
     return this.#failed ? undefined : this.#byToken.get(token);
   }
 
+  /**
+   * Also checks the file every `recheckMs` without waiting for a lookup, so that a broken file is
+   * reported (and a deleted one revokes) when it happens, not at the next request. Returns a stop.
+   */
+  watch(): () => void {
+    if (this.#path === undefined || !Number.isFinite(this.#recheckMs)) return () => undefined;
+    const timer = setInterval(() => this.#maybeReload(), Math.max(this.#recheckMs, 10));
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
   /** Checks the file now rather than at the next lookup after `recheckMs`. */
   reload(): void {
     this.#checkedAt = Number.NEGATIVE_INFINITY;

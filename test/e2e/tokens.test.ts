@@ -184,6 +184,11 @@ describe('tokens file over HTTP: a reload that fails', () => {
       const connected = await client(srv.url, bob);
 
       writeFileSync(tokensPath, broken(grants));
+      // Reported when it happens, before any request tries a token.
+      await eventually(
+        'tokens.reload_failed is logged',
+        async () => events(srv, 'tokens.reload_failed').length > 0,
+      );
       await eventually(
         'the broken file refuses alice',
         async () => (await statusWith(srv.url, wide)) === 401,
@@ -215,6 +220,7 @@ describe('tokens file over HTTP: a reload that fails', () => {
     const { srv, tokensPath, wide, narrow, bob, grants } = await tokenServer();
     expect(await statusWith(srv.url, narrow)).toBe(200);
     rmSync(tokensPath);
+    await eventually('the deletion is logged', async () => events(srv, 'tokens.reload_failed').length > 0);
     await eventually(
       'the deleted file refuses alice',
       async () => (await statusWith(srv.url, narrow)) === 401,

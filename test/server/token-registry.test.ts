@@ -205,6 +205,31 @@ describe('TokenRegistry: reloading', () => {
     expect(logger.lines.map((l) => l.event)).toEqual(['tokens.reload_failed', 'tokens.reloaded']);
   });
 
+  it('reports a broken file without waiting for a lookup while watching', async () => {
+    const path = tempFile('tokens.json');
+    writeFileSync(path, JSON.stringify(valid));
+    const logger = recordingLogger();
+    const registry = TokenRegistry.fromFile(path, { recheckMs: 20, logger });
+    const stop = registry.watch();
+    try {
+      writeFileSync(path, '{');
+      const deadline = Date.now() + 5_000;
+      while (logger.lines.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      expect(logger.lines).toEqual([
+        expect.objectContaining({
+          event: 'tokens.reload_failed',
+          reason: expect.stringMatching(/line 1, column 2/),
+        }),
+      ]);
+    } finally {
+      stop();
+    }
+    writeFileSync(path, JSON.stringify(valid));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(logger.lines).toHaveLength(1); // stopped: nothing checks until a lookup
+    expect(registry.grantFor(alice)).toBeDefined();
+  });
+
   it('checks the file at most once per recheckMs', () => {
     const path = tempFile('tokens.json');
     writeFileSync(path, JSON.stringify(valid));
