@@ -13,6 +13,7 @@ import { workspaceField } from '../src/mcp/register-idempotent-tool.js';
 import { startHttpServer } from '../src/server/http-server.js';
 import { ReferenceApp } from '../src/server/reference-app.js';
 import type { ServerApp } from '../src/server/server-app.js';
+import { grantedWorkspaces } from '../src/server/grant-auth-info.js';
 import { TokenRegistry, type Grant } from '../src/server/token-registry.js';
 
 const { values } = parseArgs({
@@ -48,8 +49,8 @@ const app: ServerApp = {
       inputSchema: { workspace: workspaceField, body: z.string().min(1).max(10_000) },
       outputShape: { resource_id: z.string(), note_id: z.string() },
       readOnly: false,
-      handler: async (args, principal) => {
-        if (!reference.registry.holds(principal, args.workspace)) {
+      handler: async (args, _principal, extra) => {
+        if (!grantedWorkspaces(extra.authInfo?.extra).includes(args.workspace)) {
           throw new IdemError('forbidden', 'principal may not act in this workspace');
         }
         const noteId = `note_${randomUUID().replaceAll('-', '')}`;

@@ -29,9 +29,11 @@ ${DATABASE_HELP}
   --port N                   HTTP port (default 3000); the endpoint is http://HOST:PORT/mcp
   --host HOST                HTTP interface (default 127.0.0.1)
   --stdio                    speak MCP on stdin/stdout instead of HTTP
-  --tokens FILE              bearer tokens: {"<token>": {"principal": "...", "workspaces": ["..."]}}
-                             (re-read when it changes). Without it: loopback-only dev mode with
-                             principal "dev" (or $IDEM_PRINCIPAL on stdio) and workspace "default".
+  --tokens FILE              bearer tokens: {"<token>": {"principal": "...", "workspaces": ["..."]}},
+                             each bounded by its own workspaces; re-read when it changes, and while
+                             the file is invalid or missing every token is refused. Without it:
+                             loopback-only dev mode with principal "dev" (or $IDEM_PRINCIPAL on
+                             stdio) and workspace "default".
                              With --stdio, $IDEM_TOKEN names the token to act as.
   --retention DUR            how long receipts replay (default 24h)
   --tombstone-retention DUR  how long an expired key is refused after that (default 30d)
@@ -98,7 +100,9 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const sweepMaxDuty = dutyOption('--sweep-max-duty', values['sweep-max-duty']);
   const inFlightWaitMs = durationOption('--in-flight-wait', values['in-flight-wait'], 60_000);
   const work = workSettings(values);
-  const registry = values.tokens === undefined ? undefined : TokenRegistry.fromFile(values.tokens);
+  const registry =
+    values.tokens === undefined ? undefined : TokenRegistry.fromFile(values.tokens, { logger });
+  const stopWatchingTokens = registry?.watch() ?? (() => undefined);
   const devGrant: Grant | undefined =
     registry === undefined
       ? { principal: (values.stdio && process.env.IDEM_PRINCIPAL) || 'dev', workspaces: ['default'] }
@@ -165,13 +169,15 @@ export async function serveCommand(argv: string[]): Promise<void> {
 
   let close: () => Promise<void>;
   if (values.stdio) {
-    let grant = devGrant;
+    let grant = () => devGrant;
     if (registry !== undefined) {
-      grant = process.env.IDEM_TOKEN === undefined ? undefined : registry.grantFor(process.env.IDEM_TOKEN);
-      if (grant === undefined)
+      const token = process.env.IDEM_TOKEN;
+      if (token === undefined || registry.grantFor(token) === undefined)
         throw new CliError('with --stdio and --tokens, set IDEM_TOKEN to one of the tokens');
+      // Looked up again for every message: the tokens file may revoke it while we run.
+      grant = () => registry.grantFor(token);
     }
-    close = await serveStdio(app, grant as Grant);
+    close = await serveStdio(app, grant);
     logger.info('idem.serving', { transport: 'stdio', db: database.label });
   } else {
     const http = await startHttpServer(app, {
@@ -185,6 +191,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
 
   const shutdown = async (signal: string) => {
     logger.info('idem.stopping', { signal });
+    stopWatchingTokens();
     await stopSweeper();
     await stopWork();
     await close();

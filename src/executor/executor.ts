@@ -26,11 +26,13 @@ export const DEFAULT_IN_FLIGHT_WAIT_MS = 2000;
 /**
  * Decides whether `principal` may act in `workspace`. Runs before every execution AND before every
  * replay, so a principal that lost a workspace cannot read its old results back through a key.
+ * `credentials` is the request's own (see CallRequest), so a check can be bounded by the credential
+ * the call came with rather than by everything its principal holds.
  */
 export type Authorize = (
   principal: string,
   workspace: string,
-  context: { operation: string },
+  context: { operation: string; credentials?: Readonly<Record<string, unknown>> },
 ) => boolean | Promise<boolean>;
 
 interface OperationDefinition {
@@ -56,6 +58,11 @@ export interface DurableOperation extends OperationDefinition {
 export interface CallRequest<Args> extends SignalOption {
   /** The authenticated principal, resolved by the caller's transport; never from tool arguments. */
   readonly principal: string;
+  /**
+   * What the transport's authentication established beyond the principal (over MCP,
+   * `authInfo.extra`, e.g. the token's workspaces), handed to `authorize` as it is.
+   */
+  readonly credentials?: Readonly<Record<string, unknown>>;
   readonly workspace: string;
   readonly key: unknown;
   /** Validated arguments without the key: exactly what the fingerprint covers. */
@@ -210,7 +217,10 @@ export class Executor<App> {
       const key = validateIdempotencyKey(request.key);
       const requestFingerprint = fingerprint(request.args);
       const allowed = await watch('authorize', () =>
-        this.#authorize(request.principal, request.workspace, { operation: operation.name }),
+        this.#authorize(request.principal, request.workspace, {
+          operation: operation.name,
+          ...(request.credentials === undefined ? {} : { credentials: request.credentials }),
+        }),
       );
       if (!allowed) {
         throw new IdemError(

@@ -137,6 +137,7 @@ function register<App, Shape extends ZodRawShape>(
       };
       const outcome = await perform({
         principal,
+        ...(extra.authInfo?.extra === undefined ? {} : { credentials: extra.authInfo.extra }),
         workspace: args.workspace,
         key,
         args: args as ToolArgs<Shape>,

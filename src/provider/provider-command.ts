@@ -13,7 +13,9 @@ import {
 export const PROVIDER_HELP = `Usage: idem provider --mode key|reference|none [options]
 
 Runs the deployment provider: a small HTTP service on loopback that Idem's durable operations call
-as their external side effect, with switches to inject faults (POST /_faults).
+as their external side effect. With --faults it also serves /_faults, through which any local
+process can make it answer errors, drop replies, stall or exit (for tests and demos only). It
+answers only requests whose Host header names it (localhost, 127.x.x.x, [::1]; 421 otherwise).
 
 Modes:
   key        honours the Idempotency-Key header on POST /deployments (replay or 422 conflict)
@@ -25,6 +27,7 @@ Options:
   --port N               HTTP port on 127.0.0.1 (default 4000; 0 picks a free one, see the log)
   --db PATH              SQLite file keeping state across restarts (default :memory:)
   --key-retention DUR    how long an Idempotency-Key replays (default 24h)
+  --faults               serve /_faults (GET lists, POST arms, DELETE clears injected faults)
   -h, --help             show this help
 
 Durations: 500ms, 30s, 15m, 24h. Logs are JSON lines on stderr; the "provider.listening" event
@@ -38,6 +41,7 @@ export async function providerCommand(argv: string[]): Promise<void> {
       port: { type: 'string', default: '4000' },
       db: { type: 'string', default: ':memory:' },
       'key-retention': { type: 'string' },
+      faults: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -62,8 +66,21 @@ export async function providerCommand(argv: string[]): Promise<void> {
   }
 
   const logger = jsonLogger();
-  const provider = await startProvider({ mode, port, dbPath: values.db, keyRetentionMs, logger });
-  logger.info('provider.listening', { url: provider.url, port: provider.port, mode, db: values.db });
+  const provider = await startProvider({
+    mode,
+    port,
+    dbPath: values.db,
+    keyRetentionMs,
+    logger,
+    faultsEndpoint: values.faults,
+  });
+  logger.info('provider.listening', {
+    url: provider.url,
+    port: provider.port,
+    mode,
+    db: values.db,
+    faults: values.faults,
+  });
 
   const shutdown = async (signal: string) => {
     logger.info('provider.stopping', { signal });

@@ -12,6 +12,7 @@ import {
   type ArmedFault,
   type FaultRoute,
 } from './provider-faults.js';
+import { hostAllowed } from './host-allowed.js';
 import { errorReply, providerReply, readBody, sendReply, type ProviderReply } from './provider-reply.js';
 import { ProviderState } from './provider-state.js';
 
@@ -44,6 +45,12 @@ export interface ProviderOptions {
   clock?: Clock;
   /** What an `exit` fault calls after committing; default `process.exit(137)`. */
   exitProcess?: (code: number) => void;
+  /**
+   * Serve `/_faults`, through which any local caller can make the provider fail, hang or exit
+   * (`idem provider --faults`). Default false: the route answers 404. `RunningProvider.faults`
+   * arms faults in-process either way.
+   */
+  faultsEndpoint?: boolean;
 }
 
 export interface RunningProvider {
@@ -71,6 +78,8 @@ export function isLoopbackHost(host: string): boolean {
 
 interface Context {
   mode: ProviderMode;
+  host: string;
+  faultsEndpoint: boolean;
   state: ProviderState;
   faults: ProviderFaults;
   logger: Logger;
@@ -92,6 +101,8 @@ export async function startProvider(options: ProviderOptions): Promise<RunningPr
 
   const ctx: Context = {
     mode: options.mode,
+    host,
+    faultsEndpoint: options.faultsEndpoint ?? false,
     state: new ProviderState(options.dbPath ?? ':memory:'),
     faults: new ProviderFaults(),
     logger: options.logger ?? silentLogger,
@@ -143,6 +154,13 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
   const url = new URL(req.url ?? '/', 'http://provider.invalid');
   const path = url.pathname;
   const method = req.method ?? 'GET';
+  // Before anything else: a browser page with a rebound DNS name gets nothing from this provider.
+  if (!hostAllowed(req.headers.host, ctx.host, req.socket.localPort ?? 0)) {
+    ctx.logger.warn('provider.host_refused', { method, path });
+    const port = req.socket.localPort ?? 0;
+    const message = `the Host header must name this provider: a loopback name or address, port ${port}`;
+    return sendReply(res, errorReply(421, 'misdirected_request', message));
+  }
   const route = (allow: string[]): boolean => {
     if (allow.includes(method)) return true;
     sendReply(
@@ -169,6 +187,8 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
     if (method === 'GET')
       return sendReply(res, providerReply(200, { deliveries: ctx.state.listDeliveries() }));
     await handleWrite(ctx, 'webhook', req, res);
+  } else if (path === '/_faults' && !ctx.faultsEndpoint) {
+    sendReply(res, errorReply(404, 'not_found', 'fault injection is off; start the provider with --faults'));
   } else if (path === '/_faults') {
     if (!route(['GET', 'POST', 'DELETE'])) return;
     if (method === 'GET') return sendReply(res, providerReply(200, { faults: ctx.faults.pending() }));

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { grantAuthInfo } from './grant-auth-info.js';
 import type { ServerApp } from './server-app.js';
 import type { Grant } from './token-registry.js';
 
@@ -94,12 +94,8 @@ async function handle(
     }
     return sendJson(res, 400, jsonRpcError(-32700, 'Parse error: the body is not JSON'));
   }
-  const auth: AuthInfo = {
-    token: options.devGrant === undefined ? 'bearer' : 'dev',
-    clientId: grant.principal,
-    scopes: [],
-    extra: { principal: grant.principal },
-  };
+  // The token's own workspaces travel with the request: they, not the principal's, bound it.
+  const auth = grantAuthInfo(grant, options.devGrant === undefined ? 'bearer' : 'dev');
   const mcp = app.createMcpServer();
   const transport = new StreamableHTTPServerTransport({
     sessionIdGenerator: undefined,

@@ -4,6 +4,7 @@ import { silentLogger, type Logger } from '../core/logger.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
 import { DEFAULT_RETENTION_MS, Executor } from '../executor/executor.js';
 import type { Store } from '../store/store.js';
+import { grantedWorkspaces } from './grant-auth-info.js';
 import type { TokenRegistry } from './token-registry.js';
 
 export const DEFAULT_TOMBSTONE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
@@ -48,7 +49,10 @@ export function referenceSettings(options: ReferenceSettingsOptions): ReferenceS
   };
 }
 
-/** The executor of a reference server: the token registry decides who may act where. */
+/**
+ * The executor of a reference server: a call may act in the workspaces of the token it came with
+ * (carried in its credentials by the transport), whatever other tokens its principal has.
+ */
 export function referenceExecutor<App>(
   store: Store<App>,
   settings: ReferenceSettings,
@@ -58,7 +62,7 @@ export function referenceExecutor<App>(
     store,
     clock: settings.clock,
     logger: settings.logger,
-    authorize: (principal, workspace) => settings.registry.holds(principal, workspace),
+    authorize: (_principal, workspace, { credentials }) => grantedWorkspaces(credentials).includes(workspace),
     ...(inFlightWaitMs === undefined ? {} : { inFlightWaitMs }),
   });
 }

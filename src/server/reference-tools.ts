@@ -17,14 +17,14 @@ import {
   workspaceField,
 } from '../mcp/register-idempotent-tool.js';
 import { registerReadTool } from '../mcp/register-read-tool.js';
+import type { RequestExtra } from '../mcp/principal.js';
+import { grantedWorkspaces } from './grant-auth-info.js';
 import type { NotesRepository } from './notes-repository.js';
 
 export interface ReferenceToolsOptions<App> {
   executor: Executor<App>;
   notes: NotesRepository<App>;
   clock: Clock;
-  /** Whether `principal` holds `workspace`; the same check the executor's authorize runs. */
-  holds(principal: string, workspace: string): boolean;
   retentionMs: number;
   /** Where create_note's `notify: true` posts its webhook (through the outbox). */
   webhookUrl?: string;
@@ -36,9 +36,10 @@ const noteShape = { note_id: z.string(), body: z.string(), created_at: z.string(
 
 /** Registers create_note, get_note, list_notes, start_deployment, get_operation and cancel_operation. */
 export function registerReferenceTools<App>(server: McpServer, options: ReferenceToolsOptions<App>): void {
-  const { executor, notes, holds, clock } = options;
-  const requireWorkspace = (principal: string, workspace: string) => {
-    if (!holds(principal, workspace)) {
+  const { executor, notes, clock } = options;
+  /** The same check the executor's authorize runs: the request's own token must hold the workspace. */
+  const requireWorkspace = (extra: RequestExtra, workspace: string) => {
+    if (!grantedWorkspaces(extra.authInfo?.extra).includes(workspace)) {
       throw new IdemError('forbidden', `principal may not act in workspace ${JSON.stringify(workspace)}`);
     }
   };
@@ -96,7 +97,7 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
     outputShape: { ...operationShape, cancel: z.enum(['requested', 'already_requested', 'already_final']) },
     readOnly: false,
     handler: async (args, principal, extra) => {
-      const before = await ownOperation(args.operation_id, principal, extra.signal);
+      const before = await ownOperation(args.operation_id, principal, extra);
       const after = await executor.store.requestCancel(args.operation_id, clock.now(), {
         signal: extra.signal,
       });
@@ -116,8 +117,8 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
     description: 'Returns one note of a workspace by its note_id.',
     inputSchema: { workspace: workspaceField, note_id: z.string().min(1).max(200) },
     outputShape: noteShape,
-    handler: async (args, principal) => {
-      requireWorkspace(principal, args.workspace);
+    handler: async (args, _principal, extra) => {
+      requireWorkspace(extra, args.workspace);
       const note = await notes.get(args.workspace, args.note_id);
       if (note === undefined) throw new IdemError('not_found', 'no such note in this workspace');
       return { ...note };
@@ -129,8 +130,8 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
     description: 'Lists the notes of a workspace, oldest first.',
     inputSchema: { workspace: workspaceField },
     outputShape: { notes: z.array(z.object(noteShape)) },
-    handler: async (args, principal) => {
-      requireWorkspace(principal, args.workspace);
+    handler: async (args, _principal, extra) => {
+      requireWorkspace(extra, args.workspace);
       return { notes: (await notes.list(args.workspace)).map((note) => ({ ...note })) };
     },
   });
@@ -142,16 +143,16 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
     inputSchema: { operation_id: z.string().min(1).max(200) },
     outputShape: operationShape,
     handler: async (args, principal, extra) =>
-      operationView(await ownOperation(args.operation_id, principal, extra.signal)),
+      operationView(await ownOperation(args.operation_id, principal, extra)),
   });
 
   /** The caller's own operation; another principal's gets exactly the answer an unknown id gets. */
-  async function ownOperation(operationId: string, principal: string, signal?: AbortSignal) {
-    const record = await executor.store.getOperation(operationId, { signal });
+  async function ownOperation(operationId: string, principal: string, extra: RequestExtra) {
+    const record = await executor.store.getOperation(operationId, { signal: extra.signal });
     if (record === undefined || record.identity.principal !== principal) {
       throw new IdemError('not_found', 'no such operation');
     }
-    requireWorkspace(principal, record.identity.workspace);
+    requireWorkspace(extra, record.identity.workspace);
     return record;
   }
 }
@@ -174,7 +175,7 @@ const operationShape = {
 /** An operation as tools and the CLI show it: ISO times, the result when done, the next step. */
 /** A new McpServer carrying the reference tools of `app` (one per HTTP request, or one for stdio). */
 export function referenceMcpServer<App>(
-  app: Pick<ServerApp, 'registry' | 'retentionMs' | 'clock' | 'deploymentPolicy' | 'providerUrl'>,
+  app: Pick<ServerApp, 'retentionMs' | 'clock' | 'deploymentPolicy' | 'providerUrl'>,
   executor: Executor<App>,
   notes: NotesRepository<App>,
 ): McpServer {
@@ -182,7 +183,6 @@ export function referenceMcpServer<App>(
   registerReferenceTools(server, {
     executor,
     notes,
-    holds: (principal, workspace) => app.registry.holds(principal, workspace),
     retentionMs: app.retentionMs,
     clock: app.clock,
     deploymentPolicy: app.deploymentPolicy,

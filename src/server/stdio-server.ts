@@ -1,18 +1,26 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { attachAuthInfo, principalAuthInfo } from '../mcp/attach-auth-info.js';
+import { attachAuthInfo } from '../mcp/attach-auth-info.js';
+import { grantAuthInfo } from './grant-auth-info.js';
 import type { ServerApp } from './server-app.js';
 import type { Grant } from './token-registry.js';
 
 /**
- * MCP over stdin/stdout for one principal. stdout carries protocol messages only; everything else
- * (logs, errors) goes to stderr. Resolves with a function that closes the server; the process exits
- * when stdin ends.
+ * MCP over stdin/stdout for one identity. `grant` is asked for every message, so a token revoked in
+ * the tokens file (or a file that fails to load) stops working here too; undefined refuses the call.
+ * stdout carries protocol messages only; everything else (logs, errors) goes to stderr. Resolves
+ * with a function that closes the server; the process exits when stdin ends.
  */
-export async function serveStdio(app: ServerApp, grant: Grant): Promise<() => Promise<void>> {
+export async function serveStdio(
+  app: ServerApp,
+  grant: () => Grant | undefined,
+): Promise<() => Promise<void>> {
   const server = app.createMcpServer();
   const transport = new StdioServerTransport();
   await server.connect(transport);
-  attachAuthInfo(transport, principalAuthInfo(grant.principal, 'stdio'));
+  attachAuthInfo(transport, () => {
+    const current = grant();
+    return current === undefined ? undefined : grantAuthInfo(current, 'stdio');
+  });
   process.stdin.once('end', () => {
     void server
       .close()

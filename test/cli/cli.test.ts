@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReferenceApp } from '../../src/server/reference-app.js';
@@ -14,9 +15,11 @@ import {
   connectInMemory,
   ensureBuilt,
   makeTempDir,
+  startServerProcess,
   track,
   type Structured,
 } from '../helpers/mcp-fixtures.js';
+import { requestWithHost } from '../provider/provider-fixtures.js';
 
 interface CliRun {
   code: number | null;
@@ -125,6 +128,62 @@ describe('idem CLI: usage', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('--sweep-max-duty must be a number above 0 and at most 1');
     expect(existsSync(join(cwd, 'idem.sqlite'))).toBe(false);
+  });
+});
+
+describe('idem serve: start-up checks', () => {
+  const token = `tok-cli-${randomUUID()}`;
+  const other = `tok-cli-${randomUUID()}`;
+
+  it.each([
+    [
+      'a missing field',
+      JSON.stringify({ [other]: { principal: 'a', workspaces: [] }, [token]: { principal: 'b' } }),
+      'is invalid: entry 2: workspaces: required',
+    ],
+    [
+      'a trailing comma',
+      `{\n  "${token}": {"principal": "b", "workspaces": []},\n}\n`,
+      'is invalid: not JSON (line 3, column 1)',
+    ],
+    ['an unquoted value', `{"${token}": yes}`, `is invalid: not JSON (line 1, column ${token.length + 6})`],
+    [
+      'a short token',
+      JSON.stringify({ 'tok-15-letters!': { principal: 'b', workspaces: [] } }),
+      'is invalid: entry 1: the token is shorter',
+    ],
+  ])(
+    'refuses a tokens file with %s: exit 1, the entry or line named, no token printed',
+    async (_l, text, expected) => {
+      const cwd = makeTempDir('idem-cli-tokens-');
+      const tokensPath = join(cwd, 'tokens.json');
+      writeFileSync(tokensPath, text);
+      const run = await idem(['serve', '--tokens', tokensPath, '--port', '0'], cwd);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(`idem: invalid_argument: tokens file ${tokensPath} ${expected}`);
+      expect(run.stderr).not.toContain(token.slice(8));
+      expect(run.stderr).not.toContain(other.slice(8));
+      expect(run.stderr).not.toContain('tok-15-letters!');
+      expect(existsSync(join(cwd, 'idem.sqlite'))).toBe(false);
+    },
+  );
+
+  it('embeds a demo provider without /_faults, which refuses a foreign Host', async () => {
+    const cwd = makeTempDir('idem-cli-embedded-');
+    const srv = await startServerProcess({ args: ['--db', join(cwd, 'db.sqlite')] });
+    try {
+      const line = srv.logs().find((l) => l.event === 'idem.embedded_provider');
+      const url = String(line?.url);
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect((await fetch(`${url}/health`)).status).toBe(200);
+      const arm = await fetch(`${url}/_faults`, { method: 'POST', body: JSON.stringify({ kind: 'exit' }) });
+      expect(arm.status).toBe(404);
+      expect((await fetch(`${url}/_faults`)).status).toBe(404);
+      const port = new URL(url).port;
+      expect((await requestWithHost(url, 'GET', '/health', `rebound.example:${port}`)).status).toBe(421);
+    } finally {
+      await srv.kill();
+    }
   });
 });
 

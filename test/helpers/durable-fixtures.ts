@@ -142,10 +142,10 @@ export interface ProviderProcess extends ChildHandle {
   arm(fault: ProviderFault): Promise<void>;
 }
 
-/** `idem provider --mode <mode> --port 0 --db <dbPath>`; resolves once it logged its URL. */
+/** `idem provider --mode <mode> --port 0 --db <dbPath> --faults`; resolves once it logged its URL. */
 export async function startProviderProcess(mode: ProviderMode, dbPath: string): Promise<ProviderProcess> {
   const child = await spawnCli(
-    ['provider', '--mode', mode, '--port', '0', '--db', dbPath],
+    ['provider', '--mode', mode, '--port', '0', '--db', dbPath, '--faults'],
     (line) => line.event === 'provider.listening' && typeof line.url === 'string',
   );
   const url = child.readyLine.url as string;

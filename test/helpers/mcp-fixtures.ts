@@ -9,7 +9,8 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
-import { attachAuthInfo, principalAuthInfo } from '../../src/mcp/attach-auth-info.js';
+import { attachAuthInfo } from '../../src/mcp/attach-auth-info.js';
+import { grantAuthInfo } from '../../src/server/grant-auth-info.js';
 import type { ReferenceApp } from '../../src/server/reference-app.js';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
@@ -225,9 +226,14 @@ export interface InMemoryOptions extends ConnectOptions {
    * values JSON cannot carry (undefined, NaN, shared references) never reach the server.
    */
   serialize?: boolean;
+  /** The workspaces the connection's credential grants; default those of the app's fixed grant. */
+  workspaces?: readonly string[];
 }
 
-/** An SDK client connected in-process to `app.createMcpServer()`, acting as `principal`. */
+/**
+ * An SDK client connected in-process to `app.createMcpServer()`, acting as `principal` with the
+ * workspaces of the app's fixed grant (`options.workspaces` to choose others).
+ */
 export async function connectInMemory(
   app: ReferenceApp,
   principal: string,
@@ -236,7 +242,8 @@ export async function connectInMemory(
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const server = app.createMcpServer();
   await server.connect(serverSide);
-  attachAuthInfo(serverSide, principalAuthInfo(principal));
+  const workspaces = options.workspaces ?? app.registry.fixedGrant?.workspaces ?? [];
+  attachAuthInfo(serverSide, grantAuthInfo({ principal, workspaces }, 'local'));
   let transport: Transport = clientSide;
   if (options.serialize ?? true) transport = new JsonWire(transport);
   if (options.wrap) transport = options.wrap(transport);

@@ -312,7 +312,7 @@ export interface ProviderProcess {
 
 export async function startProviderProcess(dbPath: string): Promise<ProviderProcess> {
   const proc = track(
-    spawn(process.execPath, [CLI, 'provider', '--mode', 'key', '--port', '0', '--db', dbPath], {
+    spawn(process.execPath, [CLI, 'provider', '--mode', 'key', '--port', '0', '--db', dbPath, '--faults'], {
       cwd: REPO_ROOT,
       env: cleanEnv(),
       stdio: ['ignore', 'ignore', 'pipe'],

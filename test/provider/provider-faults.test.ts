@@ -153,8 +153,25 @@ describe('faults on a running provider', () => {
     expect(await deployments(p.url)).toHaveLength(1);
   });
 
-  it('arms, lists and clears faults over HTTP', async () => {
+  it('serves no /_faults unless started with faultsEndpoint', async () => {
     const p = await provider({ mode: 'none' });
+    for (const method of ['GET', 'POST', 'DELETE']) {
+      const answer = await fetch(`${p.url}/_faults`, {
+        method,
+        ...(method === 'POST' ? { body: JSON.stringify({ kind: 'exit' }) } : {}),
+      });
+      expect(answer.status, method).toBe(404);
+      expect(await answer.json()).toMatchObject({
+        error: 'not_found',
+        message: expect.stringMatching(/--faults/),
+      });
+    }
+    expect(p.faults.pending()).toEqual([]);
+    expect((await post(p.url, '/deployments', app)).status).toBe(201);
+  });
+
+  it('arms, lists and clears faults over HTTP', async () => {
+    const p = await provider({ mode: 'none', faultsEndpoint: true });
     const armed = await post(p.url, '/_faults', { kind: 'status', status: 503, route: 'create', times: 3 });
     expect(armed.status).toBe(201);
     expect(armed.body.armed).toMatchObject({ kind: 'status', status: 503, route: 'create', remaining: 3 });
@@ -242,6 +259,10 @@ describe('the provider as a separate process', () => {
       mode: 'reference',
       url,
     });
+    // No --faults: the fault switches are not there.
+    expect(parseLogLine(proc.stderr().split('\n')[0] as string)).toMatchObject({ faults: false });
+    expect((await post(url, '/_faults', { kind: 'exit' })).status).toBe(404);
+    expect((await post(url, '/deployments', app)).status).toBe(201);
     proc.child.kill('SIGTERM');
     expect((await proc.exited).code).toBe(0);
     expect(proc.stdout()).toBe('');
@@ -266,8 +287,9 @@ describe('the provider as a separate process', () => {
 
   it('exit: the process dies after committing; restarted on the same db, the deployment is there', async () => {
     const dbPath = join(tempDir(), 'provider.sqlite');
-    const first = run(['--mode', 'key', '--port', '0', '--db', dbPath]);
+    const first = run(['--mode', 'key', '--port', '0', '--db', dbPath, '--faults']);
     const url = await first.listening;
+    expect(parseLogLine(first.stderr().split('\n')[0] as string)).toMatchObject({ faults: true });
     expect((await post(url, '/_faults', { kind: 'exit', route: 'create' })).status).toBe(201);
     await expect(postRaw(url, '/deployments', app, { 'Idempotency-Key': 'crash' })).rejects.toThrow();
     expect(await first.exited).toEqual({ code: 137, signal: null });

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { request } from 'node:http';
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -49,6 +50,51 @@ export async function post(
 
 export async function get(base: string, path: string): Promise<JsonResponse> {
   return toJson(await fetch(`${base}${path}`));
+}
+
+/**
+ * A request with exactly this `Host` header (undefined: none at all), which fetch does not let a
+ * caller choose: what a browser sends for a page whose DNS name was rebound to 127.0.0.1.
+ */
+export function requestWithHost(
+  base: string,
+  method: string,
+  path: string,
+  host: string | undefined,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const url = new URL(path, base);
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+        port: url.port,
+        path: url.pathname,
+        method,
+        setHost: false,
+        headers: {
+          ...(host === undefined ? {} : { host }),
+          ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => {
+          let parsed: Record<string, unknown> = {};
+          try {
+            parsed = JSON.parse(text) as Record<string, unknown>;
+          } catch {
+            // Node's own refusals (400 for a request without Host) have no JSON body.
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
 }
 
 export interface DeploymentJson {

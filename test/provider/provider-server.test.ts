@@ -2,7 +2,15 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startProvider } from '../../src/provider/index.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
-import { deployments, get, post, provider, tempDir, type DeploymentJson } from './provider-fixtures.js';
+import {
+  deployments,
+  get,
+  post,
+  provider,
+  requestWithHost,
+  tempDir,
+  type DeploymentJson,
+} from './provider-fixtures.js';
 
 const app = { service: 'billing', version: '1.4.2' };
 
@@ -105,6 +113,52 @@ describe('provider basics', () => {
       expect(invalid.body.error).toBe('invalid_request');
       expect(await deployments(p.url)).toHaveLength(0);
     }
+  });
+
+  it('answers 421 to a Host header that does not name it, before any route, applying nothing', async () => {
+    const p = await provider({ mode: 'key', faultsEndpoint: true });
+    for (const host of [
+      `localhost:${p.port}`,
+      `127.0.0.1:${p.port}`,
+      `127.1.2.3:${p.port}`,
+      `LOCALHOST:${p.port}`,
+    ]) {
+      expect((await requestWithHost(p.url, 'GET', '/health', host)).status, host).toBe(200);
+    }
+    const refused = [
+      `evil.example:${p.port}`,
+      'evil.example',
+      `localhost.evil.example:${p.port}`,
+      `127.0.0.1:${p.port + 1}`,
+      `[::1]:${p.port + 1}`,
+      '127.0.0.1',
+      `127.0.0.1:${p.port}@evil.example`,
+    ];
+    for (const host of refused) {
+      const answer = await requestWithHost(p.url, 'POST', '/deployments', host, app);
+      expect(answer.status, String(host)).toBe(421);
+      expect(answer.body).toMatchObject({ error: 'misdirected_request' });
+      expect(String(answer.body.message)).toContain(`port ${p.port}`);
+    }
+    expect(
+      (await requestWithHost(p.url, 'POST', '/_faults', `evil.example:${p.port}`, { kind: 'exit' })).status,
+    ).toBe(421);
+    // Without any Host header Node's HTTP server itself answers 400 (HTTP/1.1 requires one).
+    expect((await requestWithHost(p.url, 'POST', '/deployments', undefined, app)).status).toBe(400);
+    expect(p.faults.pending()).toEqual([]);
+    expect(await deployments(p.url)).toHaveLength(0);
+  });
+
+  it('accepts its own bound host, [::1] among them', async (context) => {
+    const p = await provider({ mode: 'none', host: '::1' }).catch((error: unknown) => {
+      if (process.env.CI) throw error;
+      context.skip(`no IPv6 loopback here: ${(error as Error).message}`);
+      throw error;
+    });
+    expect(p.url).toBe(`http://[::1]:${p.port}`);
+    expect((await requestWithHost(p.url, 'GET', '/health', `[::1]:${p.port}`)).status).toBe(200);
+    expect((await get(p.url, '/health')).status).toBe(200);
+    expect((await requestWithHost(p.url, 'GET', '/health', `[::2]:${p.port}`)).status).toBe(421);
   });
 
   it('listens on loopback only', async () => {

@@ -1,0 +1,22 @@
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { Grant } from './token-registry.js';
+
+/**
+ * The AuthInfo a transport attaches for one authenticated grant: `extra` carries the principal AND
+ * the workspaces of this token, so what a request may touch is bounded by the credential it came
+ * with, not by every grant its principal holds. `label` says how it was authenticated; never the token.
+ */
+export function grantAuthInfo(grant: Grant, label: string): AuthInfo {
+  return {
+    token: label,
+    clientId: grant.principal,
+    scopes: [],
+    extra: { principal: grant.principal, workspaces: [...grant.workspaces] },
+  };
+}
+
+/** The workspaces an AuthInfo `extra` (as made by grantAuthInfo) grants; none when it has no list. */
+export function grantedWorkspaces(extra: Readonly<Record<string, unknown>> | undefined): readonly string[] {
+  const workspaces = extra?.workspaces;
+  return Array.isArray(workspaces) ? workspaces.filter((ws): ws is string => typeof ws === 'string') : [];
+}
