@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { IdemError } from '../src/core/errors.js';
 import { registerReadTool } from '../src/mcp/register-read-tool.js';
-import { workspaceField } from '../src/mcp/register-idempotent-tool.js';
+import { workspaceField } from '../src/mcp/idempotent-tool.js';
 import { startHttpServer } from '../src/server/http-server.js';
 import { ReferenceApp } from '../src/server/reference-app.js';
 import type { ServerApp } from '../src/server/server-app.js';

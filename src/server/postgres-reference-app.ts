@@ -1,4 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/server';
 import { openPostgres, type OpenPostgresOptions } from '../adapters/postgres/open-postgres.js';
 import type { PgClient, PgPool } from '../adapters/postgres/postgres-pool.js';
 import { PostgresStore } from '../adapters/postgres/postgres-store.js';

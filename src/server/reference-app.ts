@@ -1,4 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/server';
 import { openSqlite } from '../adapters/sqlite/open-sqlite.js';
 import type { SqliteDatabase } from '../adapters/sqlite/sqlite-database.js';
 import { SqliteStore } from '../adapters/sqlite/sqlite-store.js';

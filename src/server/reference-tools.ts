@@ -1,4 +1,4 @@
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer } from '@modelcontextprotocol/server';
 import type { ServerApp } from './server-app.js';
 import { z } from 'zod';
 import { IdemError } from '../core/errors.js';
@@ -11,11 +11,8 @@ import { outcomeOf } from '../executor/call-outcome.js';
 import { errorContent } from '../mcp/tool-result.js';
 import type { Executor } from '../executor/executor.js';
 import type { EffectResult } from '../store/store.js';
-import {
-  registerDurableTool,
-  registerIdempotentTool,
-  workspaceField,
-} from '../mcp/register-idempotent-tool.js';
+import { workspaceField } from '../mcp/idempotent-tool.js';
+import { registerDurableTool, registerIdempotentTool } from '../mcp/register-idempotent-tool.js';
 import { registerReadTool } from '../mcp/register-read-tool.js';
 import type { NotesRepository } from './notes-repository.js';
 
@@ -95,11 +92,9 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
     inputSchema: { operation_id: z.string().min(1).max(200) },
     outputShape: { ...operationShape, cancel: z.enum(['requested', 'already_requested', 'already_final']) },
     readOnly: false,
-    handler: async (args, principal, extra) => {
-      const before = await ownOperation(args.operation_id, principal, extra.signal);
-      const after = await executor.store.requestCancel(args.operation_id, clock.now(), {
-        signal: extra.signal,
-      });
+    handler: async (args, principal, { signal }) => {
+      const before = await ownOperation(args.operation_id, principal, signal);
+      const after = await executor.store.requestCancel(args.operation_id, clock.now(), { signal });
       const record = after ?? before;
       const cancel =
         before.status === 'cancel_requested'
@@ -141,8 +136,8 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
       'Reports what became of one of your operations, by the operation_id from an earlier result: its status (accepted, running, succeeded, failed, cancel_requested, cancelled, outcome_unknown), its result when done, and what to do next. Use it when an outcome is uncertain.',
     inputSchema: { operation_id: z.string().min(1).max(200) },
     outputShape: operationShape,
-    handler: async (args, principal, extra) =>
-      operationView(await ownOperation(args.operation_id, principal, extra.signal)),
+    handler: async (args, principal, { signal }) =>
+      operationView(await ownOperation(args.operation_id, principal, signal)),
   });
 
   /** The caller's own operation; another principal's gets exactly the answer an unknown id gets. */
@@ -166,7 +161,7 @@ const operationShape = {
   created_at: z.string(),
   updated_at: z.string(),
   expires_at: z.string(),
-  result: z.record(z.unknown()),
+  result: z.record(z.string(), z.unknown()),
   resolved_by: z.string(),
   resolved_at: z.string(),
 };
