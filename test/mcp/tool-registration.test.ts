@@ -136,6 +136,12 @@ describe.each(SDKS)('Idem tools on $name', (sdk) => {
       { idempotency_key: 'k', workspace: 'team-a', title: 't', tenant_id: 'x' },
       /tenant_id/,
     ],
+    // JSON.parse makes `constructor` an own key; an object's prototype must not make it look known.
+    [
+      'an own `constructor` key',
+      JSON.parse('{"idempotency_key":"k","workspace":"team-a","title":"t","constructor":{}}') as object,
+      /constructor/,
+    ],
     [
       'a key with a control character',
       { idempotency_key: 'a\nb', workspace: 'team-a', title: 't' },
