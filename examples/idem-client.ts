@@ -3,7 +3,8 @@ import { IdemClient, IntentJournal, connectTarget } from 'idem/client';
 const url = process.env.IDEM_URL ?? 'http://127.0.0.1:3000/mcp';
 const idem = new IdemClient({
   connect: (options) => connectTarget({ url }, options), // or { command, args } for stdio
-  journal: IntentJournal.open(process.env.INTENTS_DB ?? './intents.sqlite'), // written before each first attempt
+  // Each intent (its key and arguments) is written here before its first attempt.
+  journal: IntentJournal.open(process.env.INTENTS_DB ?? './intents.sqlite'),
 });
 for (const intent of idem.unsettled()) await idem.resume(intent.intentId); // after a crash: same keys
 const outcome = await idem.call('create_note', { workspace: 'default', body: 'Investigate the parser' });

@@ -8,7 +8,8 @@ const args = { idempotency_key: crypto.randomUUID(), workspace: 'default', body:
 const first = await client.callTool({ name: 'create_note', arguments: args });
 console.log(JSON.stringify(first.structuredContent));
 // {"status":"succeeded","operation_id":"op_…","resource_id":"note_…","note_id":"note_…","replayed":false}
-const retry = await client.callTool({ name: 'create_note', arguments: args }); // the reply was lost? ask again
+// The reply was lost? Ask again with the same key:
+const retry = await client.callTool({ name: 'create_note', arguments: args });
 console.log(JSON.stringify(retry.structuredContent));
 // the same ids, "replayed":true — and still exactly one note
 await client.close();

@@ -35,9 +35,9 @@ export interface ConnectTargetOptions {
 
 /**
  * Connects an SDK v2 `Client` (`@modelcontextprotocol/client`) to a target and completes the MCP
- * handshake (the 2025 `initialize` exchange, which servers on SDK v2 and 1.x both answer). Every connection is new:
- * pass this as the `connect` factory of an IdemClient so that a dropped connection (or a server
- * process that died) is replaced before the next attempt.
+ * handshake (the 2025 `initialize` exchange, which servers on SDK v2 and 1.x both answer). Every
+ * connection is new: pass this as the `connect` factory of an IdemClient so that a dropped
+ * connection (or a server process that died) is replaced before the next attempt.
  */
 export async function connectTarget(target: McpTarget, options: ConnectTargetOptions = {}): Promise<Client> {
   let transport: Transport;
