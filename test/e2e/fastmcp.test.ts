@@ -19,6 +19,7 @@ import { cleanup, freePort, makeTempDir, type Structured } from '../helpers/mcp-
  * own `addTool`, its own authentication, no glue beyond passing the principal and the signal.
  */
 type Session = { principal: string } | undefined;
+const quiet = { debug() {}, error() {}, info() {}, log() {}, warn() {} };
 
 const open: { server?: FastMCP<Session>; db?: SqliteDatabase; clients: { close(): Promise<void> }[] } = {
   clients: [],
@@ -51,6 +52,7 @@ async function ticketsOnFastMcp(): Promise<{ url: string; rows: () => unknown[] 
   const server = (open.server = new FastMCP<Session>({
     name: 'tickets',
     version: '1.0.0',
+    logger: quiet,
     authenticate: async (request) =>
       request.headers.authorization === 'Bearer alice-token' ? { principal: 'alice' } : undefined,
   }));
