@@ -10,7 +10,6 @@ export {
 } from './idempotent-tool.js';
 export { readTool, type ReadToolConfig } from './read-tool.js';
 export {
-  objectSchema,
   type IdemTool,
   type IdemToolAnnotations,
   type ToolCallContext,
@@ -18,7 +17,14 @@ export {
   type ToolShape,
   type ArgsOf,
 } from './idem-tool.js';
-export { advertisedSchema, type AdvertisedSchema, type JsonSchemaOptions } from './advertised-schema.js';
+export {
+  advertisedSchema,
+  withCachedJsonSchema,
+  type AdvertisedSchema,
+  type JsonStandardSchema,
+  type JsonSchemaOptions,
+  type StandardResult,
+} from './advertised-schema.js';
 export {
   idemResultShape,
   idemResultSchema,

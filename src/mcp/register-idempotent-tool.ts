@@ -1,5 +1,6 @@
 import type { McpServer, RegisteredTool, ServerContext } from '@modelcontextprotocol/server';
 import type { Executor } from '../executor/executor.js';
+import { withCachedJsonSchema } from './advertised-schema.js';
 import type { IdemTool, ToolInput } from './idem-tool.js';
 import {
   durableTool,
@@ -27,7 +28,7 @@ export function registerIdemTool(server: McpServer, tool: IdemTool): RegisteredT
       ...(tool.title === undefined ? {} : { title: tool.title }),
       description: tool.description,
       inputSchema: tool.inputSchema,
-      outputSchema: tool.outputSchema,
+      outputSchema: withCachedJsonSchema(tool.outputSchema),
       annotations: { ...tool.annotations },
     },
     (args, ctx) => tool.handle(args, { principal: principalOf(ctx), signal: ctx.mcpReq.signal }),

@@ -11,9 +11,10 @@ import { outcomeOf } from '../executor/call-outcome.js';
 import { errorContent } from '../mcp/tool-result.js';
 import type { Executor } from '../executor/executor.js';
 import type { EffectResult } from '../store/store.js';
-import { workspaceField } from '../mcp/idempotent-tool.js';
-import { registerDurableTool, registerIdempotentTool } from '../mcp/register-idempotent-tool.js';
-import { registerReadTool } from '../mcp/register-read-tool.js';
+import type { IdemTool } from '../mcp/idem-tool.js';
+import { durableTool, idempotentTool, workspaceField } from '../mcp/idempotent-tool.js';
+import { readTool } from '../mcp/read-tool.js';
+import { registerIdemTool } from '../mcp/register-idempotent-tool.js';
 import type { NotesRepository } from './notes-repository.js';
 
 export interface ReferenceToolsOptions<App> {
@@ -31,8 +32,11 @@ export interface ReferenceToolsOptions<App> {
 
 const noteShape = { note_id: z.string(), body: z.string(), created_at: z.string() };
 
-/** Registers create_note, get_note, list_notes, start_deployment, get_operation and cancel_operation. */
-export function registerReferenceTools<App>(server: McpServer, options: ReferenceToolsOptions<App>): void {
+/**
+ * create_note, get_note, list_notes, start_deployment, get_operation and cancel_operation. Built once
+ * per application (zod 4 builds a schema slowly) and registered on every request's McpServer.
+ */
+export function referenceTools<App>(options: ReferenceToolsOptions<App>): IdemTool[] {
   const { executor, notes, holds, clock } = options;
   const requireWorkspace = (principal: string, workspace: string) => {
     if (!holds(principal, workspace)) {
@@ -40,7 +44,7 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
     }
   };
 
-  registerIdempotentTool(server, executor, {
+  const createNote = idempotentTool(executor, {
     name: 'create_note',
     version: 1,
     title: 'Create a note',
@@ -71,7 +75,7 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
     },
   });
 
-  registerDurableTool(server, executor, {
+  const startDeployment = durableTool(executor, {
     name: 'start_deployment',
     version: 1,
     title: 'Start a deployment',
@@ -85,7 +89,7 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
     ...(options.deploymentPolicy === undefined ? {} : { policy: options.deploymentPolicy }),
   });
 
-  registerReadTool(server, {
+  const cancelOperation = readTool({
     name: 'cancel_operation',
     description:
       'Asks to cancel one of your operations. It becomes "cancelled" only once it is established that nothing was or will be done; if the work already succeeded, it stays succeeded. Call get_operation to see the final state.',
@@ -106,7 +110,7 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
     },
   });
 
-  registerReadTool(server, {
+  const getNote = readTool({
     name: 'get_note',
     description: 'Returns one note of a workspace by its note_id.',
     inputSchema: { workspace: workspaceField, note_id: z.string().min(1).max(200) },
@@ -119,7 +123,7 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
     },
   });
 
-  registerReadTool(server, {
+  const listNotes = readTool({
     name: 'list_notes',
     description: 'Lists the notes of a workspace, oldest first.',
     inputSchema: { workspace: workspaceField },
@@ -130,7 +134,7 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
     },
   });
 
-  registerReadTool(server, {
+  const getOperation = readTool({
     name: 'get_operation',
     description:
       'Reports what became of one of your operations, by the operation_id from an earlier result: its status (accepted, running, succeeded, failed, cancel_requested, cancelled, outcome_unknown), its result when done, and what to do next. Use it when an outcome is uncertain.',
@@ -139,6 +143,8 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
     handler: async (args, principal, { signal }) =>
       operationView(await ownOperation(args.operation_id, principal, signal)),
   });
+
+  return [createNote, startDeployment, cancelOperation, getNote, listNotes, getOperation];
 
   /** The caller's own operation; another principal's gets exactly the answer an unknown id gets. */
   async function ownOperation(operationId: string, principal: string, signal?: AbortSignal) {
@@ -166,15 +172,16 @@ const operationShape = {
   resolved_at: z.string(),
 };
 
-/** An operation as tools and the CLI show it: ISO times, the result when done, the next step. */
-/** A new McpServer carrying the reference tools of `app` (one per HTTP request, or one for stdio). */
-export function referenceMcpServer<App>(
+/**
+ * Makes McpServers carrying the reference tools of `app`: one per HTTP request, or one for stdio.
+ * The tools are built here, once.
+ */
+export function referenceServerFactory<App>(
   app: Pick<ServerApp, 'registry' | 'retentionMs' | 'clock' | 'deploymentPolicy' | 'providerUrl'>,
   executor: Executor<App>,
   notes: NotesRepository<App>,
-): McpServer {
-  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
-  registerReferenceTools(server, {
+): () => McpServer {
+  const tools = referenceTools({
     executor,
     notes,
     holds: (principal, workspace) => app.registry.holds(principal, workspace),
@@ -183,11 +190,16 @@ export function referenceMcpServer<App>(
     deploymentPolicy: app.deploymentPolicy,
     ...(app.providerUrl === undefined ? {} : { webhookUrl: new URL('/webhooks', app.providerUrl).href }),
   });
-  return server;
+  return () => {
+    const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
+    for (const tool of tools) registerIdemTool(server, tool);
+    return server;
+  };
 }
 
 export const SERVER_INFO = { name: 'idem-reference', version: '0.1.0' };
 
+/** An operation as tools and the CLI show it: ISO times, the result when done, the next step. */
 export function operationView(record: OperationRecord): JsonObject {
   const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
   const outcome = outcomeOf(record, true, '');
