@@ -1,18 +1,41 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const noSdkOrDriver = {
-  patterns: [
-    {
-      group: ['@modelcontextprotocol/*'],
-      message: 'Only src/mcp, src/server and src/client import the MCP SDK.',
-    },
-    { group: ['better-sqlite3', 'pg', 'postgres'], message: 'Drivers are imported only by src/adapters.' },
+const anySdk = {
+  group: ['@modelcontextprotocol/*'],
+  message: 'Only src/mcp (register-*.ts; v1/ for SDK 1.x), src/server and src/client import the MCP SDK.',
+};
+const driver = {
+  group: ['better-sqlite3', 'pg', 'postgres'],
+  message: 'Drivers are imported only by src/adapters.',
+};
+const noSdkOrDriver = { patterns: [anySdk, driver] };
+const sdkV1 = {
+  group: ['@modelcontextprotocol/sdk', '@modelcontextprotocol/sdk/*'],
+  message: 'SDK 1.x is imported only by src/mcp/v1 (idem/mcp-v1); everything else is on SDK v2.',
+};
+const sdkV2 = {
+  group: [
+    '@modelcontextprotocol/server',
+    '@modelcontextprotocol/server/*',
+    '@modelcontextprotocol/client',
+    '@modelcontextprotocol/client/*',
+    '@modelcontextprotocol/node',
   ],
+  message: 'src/mcp/v1 registers on SDK 1.x; it shares only the SDK-independent core with idem/mcp.',
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist-bench/**', 'node_modules/**', 'coverage/**', 'bench/results/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'dist-bench/**',
+      'dist-examples/**',
+      'node_modules/**',
+      'coverage/**',
+      'bench/results/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -30,6 +53,20 @@ export default tseslint.config(
         { object: 'Date', property: 'now', message: 'Use the injected Clock.' },
       ],
     },
+  },
+  {
+    // The library outside src/mcp and src/client, and the MCP core that idem/mcp and idem/mcp-v1 share.
+    files: ['src/adapters/**', 'src/operations/**', 'src/testing/**', 'src/index.ts', 'src/mcp/*.ts'],
+    ignores: ['src/mcp/register-*.ts', 'src/mcp/index.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [anySdk] }] },
+  },
+  {
+    files: ['src/mcp/register-*.ts', 'src/mcp/index.ts', 'src/server/**', 'src/client/**', 'src/cli/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [sdkV1] }] },
+  },
+  {
+    files: ['src/mcp/v1/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [sdkV2] }] },
   },
   {
     files: ['src/**'],

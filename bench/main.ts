@@ -174,7 +174,8 @@ async function versions(): Promise<Record<string, string>> {
     'redis-server': redisMissing() === undefined ? redisVersion() : 'absent',
     '@aws-lambda-powertools/idempotency': pkg('@aws-lambda-powertools/idempotency'),
     '@redis/client': pkg('@redis/client'),
-    '@modelcontextprotocol/sdk': pkg('@modelcontextprotocol/sdk'),
+    '@modelcontextprotocol/server': pkg('@modelcontextprotocol/server'),
+    '@modelcontextprotocol/client': pkg('@modelcontextprotocol/client'),
   };
 }
 

@@ -1,4 +1,4 @@
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import type { Clock } from '../core/clock.js';
 import { classifyFailure, type FailureKind } from './classify-failure.js';
 import type { McpClient } from './connect-target.js';
@@ -34,21 +34,25 @@ export async function callWithTimeout(options: CallWithTimeoutOptions): Promise<
   signal?.addEventListener('abort', onCallerAbort, { once: true });
   const timer = new AbortController();
   clock.sleep(timeoutMs, { signal: timer.signal }).then(
-    () => attempt.abort(new McpError(ErrorCode.RequestTimeout, 'attempt timed out', { timeout: timeoutMs })),
+    () =>
+      attempt.abort(new SdkError(SdkErrorCode.RequestTimeout, 'attempt timed out', { timeout: timeoutMs })),
     () => undefined,
   );
   let client: McpClient | undefined;
   try {
     client = await abortable(options.connection(attempt.signal), attempt.signal);
-    const result = await client.callTool({ name: options.tool, arguments: options.args }, undefined, {
-      signal: attempt.signal,
-      timeout: Math.max(1, Math.ceil(timeoutMs)),
-    });
+    const result = await client.callTool(
+      { name: options.tool, arguments: options.args },
+      {
+        signal: attempt.signal,
+        timeout: Math.max(1, Math.ceil(timeoutMs)),
+      },
+    );
     return { kind: 'reply', reply: readToolReply(result) };
   } catch (error) {
     signal?.throwIfAborted();
     const failure = attempt.signal.aborted
-      ? classifyFailure(new McpError(ErrorCode.RequestTimeout, 'attempt timed out'))
+      ? classifyFailure(new SdkError(SdkErrorCode.RequestTimeout, 'attempt timed out'))
       : classifyFailure(error);
     if (
       client !== undefined &&

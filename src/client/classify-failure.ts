@@ -1,5 +1,11 @@
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  UnauthorizedError,
+} from '@modelcontextprotocol/client';
 import type { ToolError } from './tool-reply.js';
 
 /**
@@ -13,24 +19,39 @@ export type FailureKind =
   | { readonly kind: 'transient'; readonly error: ToolError; readonly closed: boolean }
   | { readonly kind: 'definitive'; readonly error: ToolError };
 
-const RETRYABLE_HTTP = new Set([408, 425, 429, 500, 502, 503, 504, -1]);
+const RETRYABLE_HTTP = new Set([408, 425, 429, 500, 502, 503, 504]);
 const NETWORK_CODES =
   /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UND_ERR_\w+)$/;
 
 export function classifyFailure(error: unknown): FailureKind {
   const message = error instanceof Error ? error.message : String(error);
-  if (error instanceof McpError) {
-    if (error.code === ErrorCode.RequestTimeout) {
-      return transient('timeout', 'no answer within the attempt timeout', false);
-    }
-    if (error.code === ErrorCode.ConnectionClosed) return transient('connection_closed', message, true);
-    const code = error.code === ErrorCode.InvalidParams ? 'invalid_argument' : 'protocol_error';
+  // SdkHttpError extends SdkError: the HTTP status decides before the SDK's own code does.
+  if (error instanceof SdkHttpError) {
+    const status = error.status;
+    if (RETRYABLE_HTTP.has(status)) return transient(`http_${status}`, message, false);
+    const code = status === 401 || status === 403 ? 'forbidden' : `http_${status}`;
     return { kind: 'definitive', error: { code, message, retryable: false } };
   }
-  if (error instanceof StreamableHTTPError) {
-    const status = error.code ?? -1;
-    if (RETRYABLE_HTTP.has(status)) return transient(`http_${status < 0 ? 'error' : status}`, message, false);
-    const code = status === 401 || status === 403 ? 'forbidden' : `http_${status}`;
+  if (error instanceof UnauthorizedError) {
+    return { kind: 'definitive', error: { code: 'forbidden', message, retryable: false } };
+  }
+  if (error instanceof SdkError) {
+    switch (error.code) {
+      case SdkErrorCode.RequestTimeout:
+        return transient('timeout', 'no answer within the attempt timeout', false);
+      case SdkErrorCode.ConnectionClosed:
+      case SdkErrorCode.NotConnected:
+        return transient('connection_closed', message, true);
+      case SdkErrorCode.SendFailed:
+        return transient('send_failed', message, true);
+      default:
+        // The request may have reached the server (an unexpected content type from a proxy, a
+        // result the SDK could not parse): unknown, and a retry with the same key is safe.
+        return transient('error', message, false);
+    }
+  }
+  if (error instanceof ProtocolError) {
+    const code = error.code === ProtocolErrorCode.InvalidParams ? 'invalid_argument' : 'protocol_error';
     return { kind: 'definitive', error: { code, message, retryable: false } };
   }
   if (message === 'Not connected') return transient('connection_closed', message, true);

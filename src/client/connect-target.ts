@@ -1,10 +1,7 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { Client, StreamableHTTPClientTransport, type Transport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
-export type { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
-export type { Transport as McpTransport } from '@modelcontextprotocol/sdk/shared/transport.js';
+export type { Client as McpClient, Transport as McpTransport } from '@modelcontextprotocol/client';
 
 /** An MCP server reached over Streamable HTTP. */
 export interface HttpTarget {
@@ -37,9 +34,10 @@ export interface ConnectTargetOptions {
 }
 
 /**
- * Connects an SDK `Client` to a target and completes the MCP handshake. Every connection is new:
- * pass this as the `connect` factory of an IdemClient so that a dropped connection (or a server
- * process that died) is replaced before the next attempt.
+ * Connects an SDK v2 `Client` (`@modelcontextprotocol/client`) to a target and completes the MCP
+ * handshake (the 2025 `initialize` exchange, which servers on SDK v2 and 1.x both answer). Every
+ * connection is new: pass this as the `connect` factory of an IdemClient so that a dropped
+ * connection (or a server process that died) is replaced before the next attempt.
  */
 export async function connectTarget(target: McpTarget, options: ConnectTargetOptions = {}): Promise<Client> {
   let transport: Transport;

@@ -1,6 +1,7 @@
 /**
  * `idem/client`: the agent side. A retry-safe MCP client with a durable intent journal.
- * Loads the MCP SDK and better-sqlite3.
+ * Loads the MCP SDK v2 client (`@modelcontextprotocol/client`) and better-sqlite3; works against
+ * servers on SDK v2 and 1.x.
  */
 export { IdemClient, type IdemClientOptions, type CallOptions, type ResumeOptions } from './idem-client.js';
 export {

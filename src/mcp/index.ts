@@ -1,12 +1,13 @@
+/**
+ * `idem/mcp`: Idem's tools on the MCP TypeScript SDK v2 (`@modelcontextprotocol/server`, a peer
+ * dependency), and the SDK-independent tools underneath for any other MCP framework.
+ * For SDK 1.x (`@modelcontextprotocol/sdk`), use `idem/mcp-v1`.
+ */
 export {
+  registerIdemTool,
   registerIdempotentTool,
-  workspaceField,
-  idempotencyKeyField,
-  type IdempotentToolConfig,
+  registerDurableTool,
+  principalOf,
 } from './register-idempotent-tool.js';
-export { idemResultShape, idemResultSchema, errorContent, toolResult, outcomeResult } from './tool-result.js';
-export { idempotencyInstructions, humanDuration } from './tool-description.js';
-export { principalOf, type RequestExtra } from './principal.js';
-export { attachAuthInfo, principalAuthInfo } from './attach-auth-info.js';
-export { registerReadTool, type ReadToolConfig } from './register-read-tool.js';
-export { lenientObject } from './lenient-object.js';
+export { registerReadTool } from './register-read-tool.js';
+export * from './core.js';

@@ -1,14 +1,28 @@
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolCallContext } from './idem-tool.js';
 
-export type RequestExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+/** The part of an MCP `AuthInfo` that Idem reads; SDK v2 and 1.x share this shape. */
+export interface AuthInfoLike {
+  readonly extra?: Record<string, unknown> | undefined;
+}
 
 /**
  * The authenticated principal of a request: `authInfo.extra.principal` as set by the transport's
  * authentication (bearer token over HTTP, the process's configured identity over stdio). Never a
  * tool argument.
  */
-export function principalOf(extra: Pick<RequestExtra, 'authInfo'>): string | undefined {
-  const principal = extra.authInfo?.extra?.principal;
+export function principalFromAuthInfo(authInfo: AuthInfoLike | undefined): string | undefined {
+  const principal = authInfo?.extra?.principal;
   return typeof principal === 'string' && principal.length > 0 ? principal : undefined;
+}
+
+/** What a tool learns of a call from its transport: the principal, the credential's fields, the signal. */
+export function toolCallContext(
+  authInfo: AuthInfoLike | undefined,
+  signal: AbortSignal | undefined,
+): ToolCallContext {
+  return {
+    principal: principalFromAuthInfo(authInfo),
+    ...(authInfo?.extra === undefined ? {} : { credentials: authInfo.extra }),
+    ...(signal === undefined ? {} : { signal }),
+  };
 }

@@ -1,4 +1,3 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode, type IdemError } from '../core/errors.js';
 import type { JsonObject } from '../core/json.js';
@@ -35,7 +34,17 @@ export const idemResultShape = {
   next_action: z.string().optional(),
 };
 
-export const idemResultSchema = z.object(idemResultShape).passthrough();
+export const idemResultSchema = z.looseObject(idemResultShape);
+
+/**
+ * A tool result as MCP's `CallToolResult` carries it, without the SDK's types, so that any MCP
+ * server (SDK v2 or 1.x, FastMCP, a hand-written `tools/call` handler) can return it as is.
+ */
+export type IdemToolResult = {
+  content: { type: 'text'; text: string }[];
+  structuredContent: JsonObject;
+  isError?: boolean;
+};
 
 const STATUS_BY_CODE: Record<ErrorCode, (typeof RESULT_STATUSES)[number]> = {
   invalid_argument: 'rejected',
@@ -66,7 +75,7 @@ export function errorContent(error: IdemError, status?: (typeof RESULT_STATUSES)
 }
 
 /** A CallToolResult with `structuredContent` and the same JSON as text. */
-export function toolResult(content: JsonObject, isError = false): CallToolResult {
+export function toolResult(content: JsonObject, isError = false): IdemToolResult {
   return {
     content: [{ type: 'text', text: JSON.stringify(content) }],
     structuredContent: content,
@@ -75,7 +84,7 @@ export function toolResult(content: JsonObject, isError = false): CallToolResult
 }
 
 /** Maps an executor outcome to the wire: the stored result plus `replayed`, or a coded error. */
-export function outcomeResult(outcome: CallOutcome): CallToolResult {
+export function outcomeResult(outcome: CallOutcome): IdemToolResult {
   if (outcome.ok) return toolResult({ ...outcome.result, replayed: outcome.replayed });
   return toolResult(errorContent(outcome.error, outcome.status), true);
 }

@@ -1,4 +1,4 @@
-import type { ZodTypeAny } from 'zod';
+import type { z } from 'zod';
 import { IdemError } from '../core/errors.js';
 
 /**
@@ -6,13 +6,13 @@ import { IdemError } from '../core/errors.js';
  * may be private).
  */
 export function validateArguments(
-  schema: ZodTypeAny,
+  schema: z.ZodType,
   raw: unknown,
 ): { ok: true; value: unknown } | { ok: false; error: IdemError } {
   const parsed = schema.safeParse(raw ?? {});
   if (parsed.success) return { ok: true, value: parsed.data };
   const problems = parsed.error.issues.map((issue) => {
-    const path = issue.path.length === 0 ? 'arguments' : issue.path.join('.');
+    const path = issue.path.length === 0 ? 'arguments' : issue.path.map(String).join('.');
     return `${path}: ${issue.message}`;
   });
   return {

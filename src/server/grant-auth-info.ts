@@ -1,4 +1,4 @@
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { PrincipalAuthInfo } from '../mcp/attach-auth-info.js';
 import type { Grant } from './token-registry.js';
 
 /**
@@ -6,7 +6,7 @@ import type { Grant } from './token-registry.js';
  * the workspaces of this token, so what a request may touch is bounded by the credential it came
  * with, not by every grant its principal holds. `label` says how it was authenticated; never the token.
  */
-export function grantAuthInfo(grant: Grant, label: string): AuthInfo {
+export function grantAuthInfo(grant: Grant, label: string): PrincipalAuthInfo {
   return {
     token: label,
     clientId: grant.principal,

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import { grantAuthInfo } from './grant-auth-info.js';
 import type { ServerApp } from './server-app.js';
 import type { Grant } from './token-registry.js';
@@ -97,7 +97,7 @@ async function handle(
   // The token's own workspaces travel with the request: they, not the principal's, bound it.
   const auth = grantAuthInfo(grant, options.devGrant === undefined ? 'bearer' : 'dev');
   const mcp = app.createMcpServer();
-  const transport = new StreamableHTTPServerTransport({
+  const transport = new NodeStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,
   });

@@ -1,4 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/server';
 import { openPostgres, type OpenPostgresOptions } from '../adapters/postgres/open-postgres.js';
 import type { PgClient, PgPool } from '../adapters/postgres/postgres-pool.js';
 import { PostgresStore } from '../adapters/postgres/postgres-store.js';
@@ -14,7 +14,7 @@ import {
   type ReferenceSettings,
   type ReferenceSettingsOptions,
 } from './reference-settings.js';
-import { referenceMcpServer } from './reference-tools.js';
+import { referenceServerFactory } from './reference-tools.js';
 import type { ServerApp } from './server-app.js';
 import type { TokenRegistry } from './token-registry.js';
 
@@ -40,6 +40,7 @@ export class PostgresReferenceApp implements ServerApp {
   readonly deploymentPolicy: RetryPolicy;
   readonly #pool: PgPool;
   readonly #notes: PostgresNotes;
+  readonly #newMcpServer: () => McpServer;
 
   private constructor(
     settings: ReferenceSettings,
@@ -61,6 +62,7 @@ export class PostgresReferenceApp implements ServerApp {
     this.store = store;
     this.#notes = notes;
     this.executor = referenceExecutor(store, settings, inFlightWaitMs);
+    this.#newMcpServer = referenceServerFactory(this, this.executor, this.#notes);
   }
 
   static async open(options: PostgresReferenceAppOptions): Promise<PostgresReferenceApp> {
@@ -87,7 +89,7 @@ export class PostgresReferenceApp implements ServerApp {
   }
 
   createMcpServer(): McpServer {
-    return referenceMcpServer(this, this.executor, this.#notes);
+    return this.#newMcpServer();
   }
 
   async close(): Promise<void> {

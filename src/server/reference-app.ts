@@ -1,4 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/server';
 import { openSqlite } from '../adapters/sqlite/open-sqlite.js';
 import type { SqliteDatabase } from '../adapters/sqlite/sqlite-database.js';
 import { SqliteStore } from '../adapters/sqlite/sqlite-store.js';
@@ -8,7 +8,7 @@ import type { Logger } from '../core/logger.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
 import type { Executor } from '../executor/executor.js';
 import { NotesApp } from './notes-app.js';
-import { referenceMcpServer } from './reference-tools.js';
+import { referenceServerFactory } from './reference-tools.js';
 import { referenceExecutor, referenceSettings, type ReferenceSettingsOptions } from './reference-settings.js';
 import type { ServerApp } from './server-app.js';
 import type { TokenRegistry } from './token-registry.js';
@@ -34,6 +34,7 @@ export class ReferenceApp implements ServerApp {
   readonly tombstoneTtlMs: number;
   readonly providerUrl: string | undefined;
   readonly deploymentPolicy: RetryPolicy;
+  readonly #newMcpServer: () => McpServer;
 
   constructor(options: ReferenceAppOptions) {
     const settings = referenceSettings(options);
@@ -55,10 +56,11 @@ export class ReferenceApp implements ServerApp {
       ...(options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs }),
     });
     this.executor = referenceExecutor(this.store, settings, options.inFlightWaitMs);
+    this.#newMcpServer = referenceServerFactory(this, this.executor, this.notes);
   }
 
   createMcpServer(): McpServer {
-    return referenceMcpServer(this, this.executor, this.notes);
+    return this.#newMcpServer();
   }
 
   async close(): Promise<void> {

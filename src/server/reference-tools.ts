@@ -1,4 +1,4 @@
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer } from '@modelcontextprotocol/server';
 import type { ServerApp } from './server-app.js';
 import { z } from 'zod';
 import { IdemError } from '../core/errors.js';
@@ -11,13 +11,10 @@ import { outcomeOf } from '../executor/call-outcome.js';
 import { errorContent } from '../mcp/tool-result.js';
 import type { Executor } from '../executor/executor.js';
 import type { EffectResult } from '../store/store.js';
-import {
-  registerDurableTool,
-  registerIdempotentTool,
-  workspaceField,
-} from '../mcp/register-idempotent-tool.js';
-import { registerReadTool } from '../mcp/register-read-tool.js';
-import type { RequestExtra } from '../mcp/principal.js';
+import type { IdemTool } from '../mcp/idem-tool.js';
+import { durableTool, idempotentTool, workspaceField } from '../mcp/idempotent-tool.js';
+import { readTool, type ReadContext } from '../mcp/read-tool.js';
+import { registerIdemTool } from '../mcp/register-idempotent-tool.js';
 import { grantedWorkspaces } from './grant-auth-info.js';
 import type { NotesRepository } from './notes-repository.js';
 
@@ -34,17 +31,20 @@ export interface ReferenceToolsOptions<App> {
 
 const noteShape = { note_id: z.string(), body: z.string(), created_at: z.string() };
 
-/** Registers create_note, get_note, list_notes, start_deployment, get_operation and cancel_operation. */
-export function registerReferenceTools<App>(server: McpServer, options: ReferenceToolsOptions<App>): void {
+/**
+ * create_note, get_note, list_notes, start_deployment, get_operation and cancel_operation. Built once
+ * per application (zod 4 builds a schema slowly) and registered on every request's McpServer.
+ */
+export function referenceTools<App>(options: ReferenceToolsOptions<App>): IdemTool[] {
   const { executor, notes, clock } = options;
   /** The same check the executor's authorize runs: the request's own token must hold the workspace. */
-  const requireWorkspace = (extra: RequestExtra, workspace: string) => {
-    if (!grantedWorkspaces(extra.authInfo?.extra).includes(workspace)) {
+  const requireWorkspace = (read: ReadContext, workspace: string) => {
+    if (!grantedWorkspaces(read.credentials).includes(workspace)) {
       throw new IdemError('forbidden', `principal may not act in workspace ${JSON.stringify(workspace)}`);
     }
   };
 
-  registerIdempotentTool(server, executor, {
+  const createNote = idempotentTool(executor, {
     name: 'create_note',
     version: 1,
     title: 'Create a note',
@@ -75,7 +75,7 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
     },
   });
 
-  registerDurableTool(server, executor, {
+  const startDeployment = durableTool(executor, {
     name: 'start_deployment',
     version: 1,
     title: 'Start a deployment',
@@ -89,18 +89,16 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
     ...(options.deploymentPolicy === undefined ? {} : { policy: options.deploymentPolicy }),
   });
 
-  registerReadTool(server, {
+  const cancelOperation = readTool({
     name: 'cancel_operation',
     description:
       'Asks to cancel one of your operations. It becomes "cancelled" only once it is established that nothing was or will be done; if the work already succeeded, it stays succeeded. Call get_operation to see the final state.',
     inputSchema: { operation_id: z.string().min(1).max(200) },
     outputShape: { ...operationShape, cancel: z.enum(['requested', 'already_requested', 'already_final']) },
     readOnly: false,
-    handler: async (args, principal, extra) => {
-      const before = await ownOperation(args.operation_id, principal, extra);
-      const after = await executor.store.requestCancel(args.operation_id, clock.now(), {
-        signal: extra.signal,
-      });
+    handler: async (args, principal, read) => {
+      const before = await ownOperation(args.operation_id, principal, read);
+      const after = await executor.store.requestCancel(args.operation_id, clock.now(), read);
       const record = after ?? before;
       const cancel =
         before.status === 'cancel_requested'
@@ -112,47 +110,49 @@ export function registerReferenceTools<App>(server: McpServer, options: Referenc
     },
   });
 
-  registerReadTool(server, {
+  const getNote = readTool({
     name: 'get_note',
     description: 'Returns one note of a workspace by its note_id.',
     inputSchema: { workspace: workspaceField, note_id: z.string().min(1).max(200) },
     outputShape: noteShape,
-    handler: async (args, _principal, extra) => {
-      requireWorkspace(extra, args.workspace);
+    handler: async (args, _principal, read) => {
+      requireWorkspace(read, args.workspace);
       const note = await notes.get(args.workspace, args.note_id);
       if (note === undefined) throw new IdemError('not_found', 'no such note in this workspace');
       return { ...note };
     },
   });
 
-  registerReadTool(server, {
+  const listNotes = readTool({
     name: 'list_notes',
     description: 'Lists the notes of a workspace, oldest first.',
     inputSchema: { workspace: workspaceField },
     outputShape: { notes: z.array(z.object(noteShape)) },
-    handler: async (args, _principal, extra) => {
-      requireWorkspace(extra, args.workspace);
+    handler: async (args, _principal, read) => {
+      requireWorkspace(read, args.workspace);
       return { notes: (await notes.list(args.workspace)).map((note) => ({ ...note })) };
     },
   });
 
-  registerReadTool(server, {
+  const getOperation = readTool({
     name: 'get_operation',
     description:
       'Reports what became of one of your operations, by the operation_id from an earlier result: its status (accepted, running, succeeded, failed, cancel_requested, cancelled, outcome_unknown), its result when done, and what to do next. Use it when an outcome is uncertain.',
     inputSchema: { operation_id: z.string().min(1).max(200) },
     outputShape: operationShape,
-    handler: async (args, principal, extra) =>
-      operationView(await ownOperation(args.operation_id, principal, extra)),
+    handler: async (args, principal, read) =>
+      operationView(await ownOperation(args.operation_id, principal, read)),
   });
 
+  return [createNote, startDeployment, cancelOperation, getNote, listNotes, getOperation];
+
   /** The caller's own operation; another principal's gets exactly the answer an unknown id gets. */
-  async function ownOperation(operationId: string, principal: string, extra: RequestExtra) {
-    const record = await executor.store.getOperation(operationId, { signal: extra.signal });
+  async function ownOperation(operationId: string, principal: string, read: ReadContext) {
+    const record = await executor.store.getOperation(operationId, read);
     if (record === undefined || record.identity.principal !== principal) {
       throw new IdemError('not_found', 'no such operation');
     }
-    requireWorkspace(extra, record.identity.workspace);
+    requireWorkspace(read, record.identity.workspace);
     return record;
   }
 }
@@ -167,20 +167,21 @@ const operationShape = {
   created_at: z.string(),
   updated_at: z.string(),
   expires_at: z.string(),
-  result: z.record(z.unknown()),
+  result: z.record(z.string(), z.unknown()),
   resolved_by: z.string(),
   resolved_at: z.string(),
 };
 
-/** An operation as tools and the CLI show it: ISO times, the result when done, the next step. */
-/** A new McpServer carrying the reference tools of `app` (one per HTTP request, or one for stdio). */
-export function referenceMcpServer<App>(
-  app: Pick<ServerApp, 'retentionMs' | 'clock' | 'deploymentPolicy' | 'providerUrl'>,
+/**
+ * Makes McpServers carrying the reference tools of `app`: one per HTTP request, or one for stdio.
+ * The tools are built here, once.
+ */
+export function referenceServerFactory<App>(
+  app: Pick<ServerApp, 'registry' | 'retentionMs' | 'clock' | 'deploymentPolicy' | 'providerUrl'>,
   executor: Executor<App>,
   notes: NotesRepository<App>,
-): McpServer {
-  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
-  registerReferenceTools(server, {
+): () => McpServer {
+  const tools = referenceTools({
     executor,
     notes,
     retentionMs: app.retentionMs,
@@ -188,11 +189,16 @@ export function referenceMcpServer<App>(
     deploymentPolicy: app.deploymentPolicy,
     ...(app.providerUrl === undefined ? {} : { webhookUrl: new URL('/webhooks', app.providerUrl).href }),
   });
-  return server;
+  return () => {
+    const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
+    for (const tool of tools) registerIdemTool(server, tool);
+    return server;
+  };
 }
 
 export const SERVER_INFO = { name: 'idem-reference', version: '0.1.0' };
 
+/** An operation as tools and the CLI show it: ISO times, the result when done, the next step. */
 export function operationView(record: OperationRecord): JsonObject {
   const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
   const outcome = outcomeOf(record, true, '');

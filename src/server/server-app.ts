@@ -1,4 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/server';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { RetryPolicy } from '../core/retry-policy.js';

@@ -1,4 +1,4 @@
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { attachAuthInfo } from '../mcp/attach-auth-info.js';
 import { grantAuthInfo } from './grant-auth-info.js';
 import type { ServerApp } from './server-app.js';

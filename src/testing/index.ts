@@ -6,4 +6,6 @@ export {
   type FaultRule,
   type FaultEvent,
   type TransportFaultsOptions,
+  type McpTransportLike,
+  type JsonRpcMessage,
 } from './transport-faults.js';

@@ -1,6 +1,23 @@
-import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import { systemClock, type Clock } from '../core/clock.js';
+
+/** A JSON-RPC message as an MCP transport carries it (typed by the SDK in use). */
+export type JsonRpcMessage = object;
+
+/**
+ * An MCP client transport as both SDK lines (v2's `Transport` from `@modelcontextprotocol/client`,
+ * 1.x's from `@modelcontextprotocol/sdk`) define it, without importing either.
+ */
+export interface McpTransportLike {
+  start(): Promise<void>;
+  send(message: JsonRpcMessage, options?: unknown): Promise<void>;
+  close(): Promise<void>;
+  onclose?: (() => void) | undefined;
+  onerror?: ((error: Error) => void) | undefined;
+  onmessage?(message: JsonRpcMessage, extra?: unknown): void;
+  readonly sessionId?: string | undefined;
+  setProtocolVersion?(version: string): void;
+  setSupportedProtocolVersions?(versions: string[]): void;
+}
 
 /**
  * What can go wrong with one request on the wire:
@@ -35,7 +52,7 @@ export interface FaultEvent {
   readonly method: string;
   readonly tool: string | undefined;
   readonly requestId: string | number;
-  readonly response?: JSONRPCMessage;
+  readonly response?: JsonRpcMessage;
 }
 
 export interface TransportFaultsOptions {
@@ -56,7 +73,7 @@ interface ArmedRule {
 
 /**
  * Fault injection for MCP client transports (stdio, Streamable HTTP, in-memory: anything that
- * implements the SDK's `Transport`). Rules are shared by every transport this object wraps, so a
+ * implements the `Transport` of SDK v2 or 1.x). Rules are shared by every transport this object wraps, so a
  * fault hits once even when the client under test reconnects with a new transport. Put it in your
  * own test suite:
  *
@@ -102,12 +119,12 @@ export class TransportFaults {
   }
 
   /** Wraps a client transport; pass the result to `Client.connect`. */
-  wrap(transport: Transport): Transport {
+  wrap(transport: McpTransportLike): McpTransportLike {
     return new FaultyTransport(transport, this);
   }
 
   /** @internal The fault for an outgoing request, consuming one hit of the matching rule. */
-  take(message: JSONRPCMessage): PendingFault | undefined {
+  take(message: JsonRpcMessage): PendingFault | undefined {
     const request = asRequest(message);
     if (request === undefined) return undefined;
     for (const armed of this.#rules) {
@@ -132,25 +149,38 @@ export class TransportFaults {
   }
 }
 
+interface MessageFields {
+  readonly method?: unknown;
+  readonly id?: unknown;
+  readonly params?: { readonly name?: unknown };
+}
+
 function asRequest(
-  message: JSONRPCMessage,
+  message: JsonRpcMessage,
 ): { method: string; tool: string | undefined; requestId: string | number } | undefined {
-  if (!('method' in message) || !('id' in message) || message.id === undefined) return undefined;
-  const params = (message as { params?: { name?: unknown } }).params;
-  const tool = message.method === 'tools/call' && typeof params?.name === 'string' ? params.name : undefined;
-  return { method: message.method, tool, requestId: message.id };
+  const { method, id, params } = message as MessageFields;
+  if (typeof method !== 'string' || (typeof id !== 'string' && typeof id !== 'number')) return undefined;
+  const tool = method === 'tools/call' && typeof params?.name === 'string' ? params.name : undefined;
+  return { method, tool, requestId: id };
+}
+
+/** The id of a response (a message with an id and no method), or undefined. */
+function responseId(message: JsonRpcMessage): string | number | undefined {
+  const { method, id } = message as MessageFields;
+  if (method !== undefined) return undefined;
+  return typeof id === 'string' || typeof id === 'number' ? id : undefined;
 }
 
 /** One wrapped transport. Everything not faulted is forwarded unchanged. */
-class FaultyTransport implements Transport {
+class FaultyTransport implements McpTransportLike {
   onclose?: () => void;
   onerror?: (error: Error) => void;
-  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
+  onmessage?: (message: JsonRpcMessage, extra?: unknown) => void;
   readonly #pending = new Map<string | number, PendingFault>();
   #closed = false;
 
   constructor(
-    private readonly inner: Transport,
+    private readonly inner: McpTransportLike,
     private readonly faults: TransportFaults,
   ) {
     inner.onclose = () => this.#signalClose();
@@ -166,6 +196,10 @@ class FaultyTransport implements Transport {
     this.inner.setProtocolVersion?.(version);
   }
 
+  setSupportedProtocolVersions(versions: string[]): void {
+    this.inner.setSupportedProtocolVersions?.(versions);
+  }
+
   start(): Promise<void> {
     return this.inner.start();
   }
@@ -175,7 +209,7 @@ class FaultyTransport implements Transport {
     this.#signalClose();
   }
 
-  async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+  async send(message: JsonRpcMessage, options?: unknown): Promise<void> {
     const fault = this.faults.take(message);
     if (fault === undefined) return this.inner.send(message, options);
     switch (fault.fault) {
@@ -197,9 +231,9 @@ class FaultyTransport implements Transport {
     }
   }
 
-  #receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
+  #receive(message: JsonRpcMessage, extra?: unknown): void {
     if (this.#closed) return;
-    const id = 'id' in message && !('method' in message) ? message.id : undefined;
+    const id = responseId(message);
     const fault = id === undefined ? undefined : this.#pending.get(id);
     if (fault === undefined) return this.onmessage?.(message, extra);
     this.#pending.delete(fault.requestId);

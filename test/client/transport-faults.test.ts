@@ -22,7 +22,7 @@ describe('TransportFaults', () => {
     });
     const client = await server.connect((t) => faults.wrap(t));
     const call = (tool: string, n: number) =>
-      client.callTool({ name: tool, arguments: { n } }, undefined, { timeout: 50 }).then(
+      client.callTool({ name: tool, arguments: { n } }, { timeout: 50 }).then(
         (r) => (r.structuredContent as { echo: number }).echo,
         () => 'lost',
       );
@@ -47,9 +47,9 @@ describe('TransportFaults', () => {
     const server = new ScriptedServer(clock).script('a', echo);
     const faults = new TransportFaults().inject({ fault: 'drop_response' });
     const client = await server.connect((t) => faults.wrap(t));
-    await expect(
-      client.callTool({ name: 'a', arguments: { n: 7 } }, undefined, { timeout: 50 }),
-    ).rejects.toThrow(/timed out/);
+    await expect(client.callTool({ name: 'a', arguments: { n: 7 } }, { timeout: 50 })).rejects.toThrow(
+      /timed out/,
+    );
     expect(server.calls).toHaveLength(1);
     const response = faults.events[0]?.response as { result?: { structuredContent?: unknown } };
     expect(response.result?.structuredContent).toEqual({ echo: 7 });

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Client } from '@modelcontextprotocol/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ReferenceApp } from '../../src/server/reference-app.js';
 import { TokenRegistry } from '../../src/server/token-registry.js';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/client';
+import { SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
 import {
@@ -142,8 +142,8 @@ describe('reference server over Streamable HTTP (dev mode)', () => {
       () => undefined,
       (error: unknown) => error,
     );
-    expect(lost).toBeInstanceOf(McpError);
-    expect((lost as McpError).code).toBe(ErrorCode.RequestTimeout);
+    expect(lost).toBeInstanceOf(SdkError);
+    expect((lost as SdkError).code).toBe(SdkErrorCode.RequestTimeout);
     const original = dropper?.droppedResult();
     expect(original).toMatchObject({ status: 'succeeded', replayed: false });
 

@@ -2,10 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { copyFileSync, cpSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { Client, SdkError, SdkErrorCode, type Transport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   CLI,
@@ -156,8 +154,8 @@ describe('reference server over stdio', () => {
       () => undefined,
       (error: unknown) => error,
     );
-    expect(lost).toBeInstanceOf(McpError);
-    expect((lost as McpError).code).toBe(ErrorCode.RequestTimeout);
+    expect(lost).toBeInstanceOf(SdkError);
+    expect((lost as SdkError).code).toBe(SdkErrorCode.RequestTimeout);
     const original = dropper?.droppedResult();
     expect(original).toMatchObject({ status: 'succeeded', replayed: false });
 

@@ -1,10 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Client, type Transport } from '@modelcontextprotocol/client';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolRequestSchema,
   ListToolsRequestSchema,
@@ -61,6 +60,8 @@ export function idemError(
 /**
  * An in-process MCP server whose tools answer from per-tool scripts, recording every call with the
  * injected clock's time. Any tool name is accepted; a tool without a script answers `tool_error`.
+ * The server is a low-level SDK 1.x `Server`, the client an SDK v2 `Client` (as in `idem/client`):
+ * every test on it also checks that the v2 client side works against a 1.x server.
  */
 export class ScriptedServer {
   readonly calls: SeenCall[] = [];
@@ -77,7 +78,7 @@ export class ScriptedServer {
     return this.calls.filter((c) => c.tool === tool);
   }
 
-  /** A connected SDK client (in memory), its transport optionally wrapped. */
+  /** A connected SDK v2 client (in memory), its transport optionally wrapped. */
   async connect(wrap?: (transport: Transport) => Transport): Promise<Client> {
     const server = new Server({ name: 'scripted', version: '0.0.0' }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [] }));
@@ -96,8 +97,9 @@ export class ScriptedServer {
         extra.signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true });
       });
     });
-    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    const [v1ClientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await server.connect(serverSide);
+    const clientSide: Transport = v1ClientSide;
     const client = new Client({ name: 'test', version: '0.0.0' });
     await client.connect(wrap ? wrap(clientSide) : clientSide);
     return client;

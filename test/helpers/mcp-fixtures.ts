@@ -3,12 +3,17 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { CallToolResult, JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
+import {
+  Client,
+  StreamableHTTPClientTransport,
+  type CallToolResult,
+  type JSONRPCMessage,
+  type MessageExtraInfo,
+  type RequestOptions,
+  type Transport,
+  type TransportSendOptions,
+} from '@modelcontextprotocol/client';
+import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { attachAuthInfo } from '../../src/mcp/attach-auth-info.js';
 import { grantAuthInfo } from '../../src/server/grant-auth-info.js';
 import type { ReferenceApp } from '../../src/server/reference-app.js';
@@ -193,7 +198,7 @@ export function parseJsonLine(line: string): LogLine | undefined {
 }
 
 // ---------------------------------------------------------------------------------------------
-// SDK clients.
+// SDK v2 clients (`@modelcontextprotocol/client`); test/helpers/v1-fixtures.ts has the 1.x ones.
 
 export interface ConnectOptions {
   /** Wraps the client transport (e.g. with `dropFirstResponse`). */
@@ -208,7 +213,7 @@ async function connectClient(transport: Transport): Promise<Client> {
   return client;
 }
 
-/** A real SDK client over Streamable HTTP, with `Authorization: Bearer <token>` when a token is given. */
+/** A real SDK v2 client over Streamable HTTP, with `Authorization: Bearer <token>` when a token is given. */
 export async function connectHttp(
   url: string,
   token?: string,
@@ -231,7 +236,7 @@ export interface InMemoryOptions extends ConnectOptions {
 }
 
 /**
- * An SDK client connected in-process to `app.createMcpServer()`, acting as `principal` with the
+ * An SDK v2 client connected in-process to `app.createMcpServer()`, acting as `principal` with the
  * workspaces of the app's fixed grant (`options.workspaces` to choose others).
  */
 export async function connectInMemory(
@@ -331,7 +336,7 @@ export class DropFirstResponse extends WrappedTransport {
   /** The structuredContent of the swallowed tools/call result. */
   droppedResult(): Record<string, unknown> | undefined {
     const message = this.dropped as { result?: CallToolResult } | undefined;
-    return message?.result?.structuredContent;
+    return message?.result?.structuredContent as Record<string, unknown> | undefined;
   }
 }
 
@@ -364,7 +369,7 @@ export async function callTool(
   args: Record<string, unknown>,
   options?: RequestOptions,
 ): Promise<ToolResult> {
-  const raw = (await client.callTool({ name, arguments: args }, undefined, options)) as CallToolResult;
+  const raw = await client.callTool({ name, arguments: args }, options);
   if (raw.structuredContent === undefined) {
     throw new Error(`tool ${name} returned no structuredContent: ${JSON.stringify(raw)}`);
   }

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/client';
+import { ProtocolError } from '@modelcontextprotocol/client';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../src/core/errors.js';
@@ -216,7 +216,7 @@ describe('create_note with arbitrary arguments', () => {
         }
         if (expected.kind === 'protocol_error' || expected.kind === 'protocol_error_or_invalid_argument') {
           // Not an argument object at all: the SDK refuses the request before any tool runs.
-          expect(thrown).toBeInstanceOf(McpError);
+          expect(thrown).toBeInstanceOf(ProtocolError);
           expect(after).toEqual(before);
           return;
         }

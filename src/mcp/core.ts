@@ -1,0 +1,43 @@
+/** The SDK-independent half of `idem/mcp` and `idem/mcp-v1`: tools, schemas, results. */
+export {
+  idempotentTool,
+  durableTool,
+  workspaceField,
+  idempotencyKeyField,
+  type IdempotentToolConfig,
+  type DurableToolConfig,
+  type ToolArgs,
+} from './idempotent-tool.js';
+export { readTool, type ReadToolConfig } from './read-tool.js';
+export {
+  type IdemTool,
+  type IdemToolAnnotations,
+  type ToolCallContext,
+  type ToolInput,
+  type ToolShape,
+  type ArgsOf,
+} from './idem-tool.js';
+export {
+  advertisedSchema,
+  withCachedJsonSchema,
+  type AdvertisedSchema,
+  type JsonStandardSchema,
+  type JsonSchemaOptions,
+  type StandardResult,
+} from './advertised-schema.js';
+export {
+  idemResultShape,
+  idemResultSchema,
+  errorContent,
+  toolResult,
+  outcomeResult,
+  type IdemToolResult,
+} from './tool-result.js';
+export { idempotencyInstructions, humanDuration } from './tool-description.js';
+export { principalFromAuthInfo, type AuthInfoLike } from './principal.js';
+export {
+  attachAuthInfo,
+  principalAuthInfo,
+  type PrincipalAuthInfo,
+  type MessageReceiver,
+} from './attach-auth-info.js';

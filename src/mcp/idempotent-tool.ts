@@ -1,0 +1,139 @@
+import { z } from 'zod';
+import { IdemError } from '../core/errors.js';
+import { MAX_KEY_LENGTH } from '../core/idempotency-key.js';
+import type { RetryPolicy } from '../core/retry-policy.js';
+import {
+  DEFAULT_RETENTION_MS,
+  Executor,
+  type CallOutcome,
+  type CallRequest,
+  type DurableOperation,
+  type IdempotentOperation,
+} from '../executor/executor.js';
+import type { EffectContext, EffectResult } from '../store/store.js';
+import { advertisedSchema } from './advertised-schema.js';
+import { objectSchema, type ArgsOf, type IdemTool, type ToolInput } from './idem-tool.js';
+import { idempotencyInstructions } from './tool-description.js';
+import { errorContent, idemResultSchema, outcomeResult, toolResult } from './tool-result.js';
+import { validateArguments } from './validate-arguments.js';
+
+export const workspaceField = z
+  .string()
+  .min(1)
+  .max(128)
+  .describe('The workspace to act in. It must be one that your credentials hold.');
+
+export const idempotencyKeyField = z
+  .string()
+  .min(1)
+  .max(MAX_KEY_LENGTH)
+  .regex(/^[\x20-\x7e]+$/, 'must contain only printable ASCII characters')
+  .describe('A key you generate once per intended action and reuse on every retry of that action.');
+
+/** The arguments an effect receives: the business fields plus `workspace` (never the key). */
+export type ToolArgs<Input extends ToolInput> = ArgsOf<Input> & { workspace: string };
+
+interface ToolDefinition<Input extends ToolInput> {
+  /** The MCP tool name and the operation name in the identity. */
+  readonly name: string;
+  /** Part of the identity; bump it when the meaning of the arguments or the effect changes. */
+  readonly version: number;
+  readonly title?: string;
+  /** What the tool does; Idem appends the retry contract. */
+  readonly description: string;
+  /**
+   * The business arguments, a zod 4 object (`z.object({ title: z.string() })`) or its raw shape.
+   * Idem adds `workspace` and `idempotency_key` and rejects any other field.
+   */
+  readonly inputSchema: Input;
+  /** How long a receipt replays. Default 24 hours. */
+  readonly retentionMs?: number;
+}
+
+export interface IdempotentToolConfig<App, Input extends ToolInput> extends ToolDefinition<Input> {
+  /** Runs inside the store's transaction with the application handle (synchronously on SQLite). */
+  effect(app: App, args: ToolArgs<Input>, context: EffectContext): EffectResult | Promise<EffectResult>;
+}
+
+/** A long-running tool: accepted at once with a handle, executed by a worker. */
+export interface DurableToolConfig<Input extends ToolInput> extends ToolDefinition<Input> {
+  /** Total deadline and retry policy of the worker's attempts. */
+  readonly policy?: RetryPolicy;
+}
+
+/**
+ * A mutating tool that keeps the retry contract, independent of any MCP SDK: register it with
+ * `registerIdemTool` (`idem/mcp`, `idem/mcp-v1`) or call its `handle` from any framework.
+ */
+export function idempotentTool<App, Input extends ToolInput>(
+  executor: Executor<App>,
+  config: IdempotentToolConfig<App, Input>,
+): IdemTool {
+  const operation: IdempotentOperation<App, ToolArgs<Input>> = {
+    name: config.name,
+    version: config.version,
+    retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
+    effect: (app, args, context) => config.effect(app, args, context),
+  };
+  return mutatingTool(executor, config, (request) => executor.run(operation, request));
+}
+
+/**
+ * A long-running tool: the first call commits the operation as `accepted` and returns its handle;
+ * a worker executes it; a retry with the same key waits within the bound, then reports it.
+ */
+export function durableTool<App, Input extends ToolInput>(
+  executor: Executor<App>,
+  config: DurableToolConfig<Input>,
+): IdemTool {
+  const operation: DurableOperation = {
+    name: config.name,
+    version: config.version,
+    retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
+    ...(config.policy === undefined ? {} : { policy: config.policy }),
+  };
+  return mutatingTool(executor, config, (request) => executor.start(operation, request));
+}
+
+function mutatingTool<App, Input extends ToolInput>(
+  executor: Executor<App>,
+  config: ToolDefinition<Input>,
+  perform: (request: CallRequest<ToolArgs<Input>>) => Promise<CallOutcome>,
+): IdemTool {
+  Executor.validate(config);
+  const retentionMs = config.retentionMs ?? DEFAULT_RETENTION_MS;
+  // safeExtend keeps the caller's object-level refinements; strict rejects any other field.
+  const strict = objectSchema(config.inputSchema)
+    .safeExtend({ workspace: workspaceField, idempotency_key: idempotencyKeyField })
+    .strict();
+  return {
+    name: config.name,
+    ...(config.title === undefined ? {} : { title: config.title }),
+    description: `${config.description}\n\n${idempotencyInstructions(retentionMs)}`,
+    inputSchema: advertisedSchema(strict),
+    argumentsSchema: strict,
+    outputSchema: idemResultSchema,
+    annotations: { idempotentHint: true, readOnlyHint: false, destructiveHint: false },
+    async handle(raw, context) {
+      const parsed = validateArguments(strict, raw);
+      if (!parsed.ok) return toolResult(errorContent(parsed.error), true);
+      if (context.principal === undefined) {
+        return toolResult(errorContent(new IdemError('forbidden', 'no authenticated principal')), true);
+      }
+      const { idempotency_key: key, ...args } = parsed.value as ToolArgs<Input> & {
+        idempotency_key: string;
+      };
+      const outcome = await perform({
+        principal: context.principal,
+        ...(context.credentials === undefined ? {} : { credentials: context.credentials }),
+        workspace: args.workspace,
+        key,
+        args: args as ToolArgs<Input>,
+        ...(context.signal === undefined ? {} : { signal: context.signal }),
+      });
+      const result = outcomeResult(outcome);
+      executor.faults.hit('before_reply');
+      return result;
+    },
+  };
+}

@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
+import { buildExamples, examplePath, runExample, startExample } from '../helpers/example-fixtures.js';
+import {
+  REPO_ROOT,
+  callTool,
+  cleanEnv,
+  cleanup,
+  closeQuietly,
+  connectHttp,
+  freePort,
+  listNotes,
+  makeTempDir,
+  startServerProcess,
+} from '../helpers/mcp-fixtures.js';
+
+// Every TypeScript example in the README is a file in examples/ (test/examples/readme.test.ts
+// checks that the README shows them verbatim); here each one runs against a real server.
+const clients: Client[] = [];
+beforeAll(buildExamples, 180_000);
+afterEach(async () => {
+  for (const client of clients.splice(0)) await closeQuietly(client);
+  await cleanup();
+});
+
+async function referenceServer() {
+  const server = await startServerProcess({ args: ['--db', join(makeTempDir(), 'notes.sqlite')] });
+  const client = await connectHttp(server.url);
+  clients.push(client);
+  return { url: server.url, client };
+}
+
+function ticketRows(dbPath: string): { workspace: string; title: string }[] {
+  const db = openSqlite(dbPath, { readonly: true });
+  try {
+    return db.prepare('SELECT workspace, title FROM tickets').all() as { workspace: string; title: string }[];
+  } finally {
+    db.close();
+  }
+}
+
+describe('README examples against the reference server', () => {
+  it('quickstart-client: the retry replays the first result, and there is one note', async () => {
+    const { url, client } = await referenceServer();
+    const lines = (await runExample('quickstart-client', { IDEM_URL: url })).trim().split('\n');
+    const [first, retry] = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(first).toMatchObject({ status: 'succeeded', replayed: false });
+    expect(retry).toEqual({ ...first, replayed: true });
+    expect((await listNotes(client)).map((n) => n.note_id)).toEqual([first?.resource_id]);
+  });
+
+  it('idem-client: prints the id of the one note it created', async () => {
+    const { url, client } = await referenceServer();
+    const journal = join(makeTempDir(), 'intents.sqlite');
+    const noteId = (await runExample('idem-client', { IDEM_URL: url, INTENTS_DB: journal })).trim();
+    expect(noteId).toMatch(/^note_/);
+    expect((await listNotes(client)).map((n) => n.note_id)).toEqual([noteId]);
+  });
+
+  it('transport-faults: the lost response is recovered with the same key, one note', async () => {
+    const { url, client } = await referenceServer();
+    const journal = join(makeTempDir(), 'intents.sqlite');
+    const out = await runExample('transport-faults', { IDEM_URL: url, INTENTS_DB: journal });
+    expect(out.trim()).toBe('1 succeeded');
+    expect(await listNotes(client)).toHaveLength(1);
+  });
+});
+
+describe.each(['custom-tool', 'custom-tool-v1'])('README example %s (a stdio server)', (name) => {
+  it('lists create_ticket with its fields and creates one ticket per key', async () => {
+    const dbPath = join(makeTempDir(), 'tickets.sqlite');
+    const client = new Client({ name: 'examples-test', version: '0.0.0' });
+    clients.push(client);
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [examplePath(name)],
+        cwd: REPO_ROOT,
+        env: cleanEnv({ TICKETS_DB: dbPath }),
+        stderr: 'ignore',
+      }),
+    );
+    const [tool] = (await client.listTools()).tools;
+    expect(Object.keys(tool?.inputSchema.properties ?? {}).sort()).toEqual([
+      'idempotency_key',
+      'title',
+      'workspace',
+    ]);
+    const args = { idempotency_key: randomUUID(), workspace: 'team-a', title: 'From the README' };
+    const first = await callTool(client, 'create_ticket', args);
+    expect(first.sc).toMatchObject({ status: 'succeeded', replayed: false });
+    expect((await callTool(client, 'create_ticket', args)).sc).toEqual({ ...first.sc, replayed: true });
+    const elsewhere = await callTool(client, 'create_ticket', { ...args, workspace: 'team-b' });
+    expect(elsewhere.sc.error?.code).toBe('forbidden');
+    expect(ticketRows(dbPath)).toEqual([{ workspace: 'team-a', title: 'From the README' }]);
+  });
+});
+
+describe('README example fastmcp (a FastMCP server over HTTP)', () => {
+  it('answers with the retry contract behind its own bearer authentication', async () => {
+    const dbPath = join(makeTempDir(), 'tickets.sqlite');
+    const port = await freePort();
+    const token = `token-${randomUUID()}`;
+    const server = startExample('fastmcp', { TICKETS_DB: dbPath, PORT: String(port), TICKETS_TOKEN: token });
+    const url = new URL(`http://127.0.0.1:${port}/mcp`);
+    const connect = async (bearer?: string) => {
+      const client = new Client({ name: 'examples-test', version: '0.0.0' });
+      clients.push(client);
+      const headers = bearer === undefined ? undefined : { Authorization: `Bearer ${bearer}` };
+      await client.connect(
+        new StreamableHTTPClientTransport(url, headers ? { requestInit: { headers } } : {}),
+      );
+      return client;
+    };
+    let client: Client | undefined;
+    for (let waited = 0; client === undefined; waited += 200) {
+      client = await connect(token).catch((error: unknown) => {
+        if (waited > 20_000) throw new Error(`fastmcp example not up: ${String(error)}\n${server.stderr()}`);
+        return new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 200));
+      });
+    }
+    const args = { idempotency_key: randomUUID(), workspace: 'team-a', title: 'Via FastMCP' };
+    const first = await callTool(client, 'create_ticket', args);
+    expect(first.sc).toMatchObject({ status: 'succeeded', replayed: false });
+    expect((await callTool(client, 'create_ticket', args)).sc).toEqual({ ...first.sc, replayed: true });
+    expect((await callTool(client, 'create_ticket', { ...args, title: '' })).sc.error?.code).toBe(
+      'invalid_argument',
+    );
+    await expect(connect('wrong-token')).rejects.toThrow();
+    expect(ticketRows(dbPath)).toHaveLength(1);
+  });
+});

@@ -1,0 +1,54 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../helpers/mcp-fixtures.js';
+
+/**
+ * The README's TypeScript examples are files under examples/ (compiled and run by
+ * examples.test.ts). Each ```ts block must follow a `<!-- examples/NAME.ts -->` marker and equal
+ * that file exactly, so that an example can no longer drift from the code that runs.
+ */
+const README = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+const EXAMPLES = readdirSync(join(REPO_ROOT, 'examples')).filter((f) => f.endsWith('.ts'));
+
+interface Block {
+  readonly marker: string | undefined;
+  readonly code: string;
+  readonly line: number;
+}
+
+function typeScriptBlocks(markdown: string): Block[] {
+  const blocks: Block[] = [];
+  const lines = markdown.split('\n');
+  for (let i = 0; i < lines.length; i += 1) {
+    if (!/^```(ts|typescript)\s*$/.test(lines[i] ?? '')) continue;
+    const end = lines.indexOf('```', i + 1);
+    if (end < 0) throw new Error(`unclosed code block at README line ${i + 1}`);
+    let before = i - 1;
+    while (before >= 0 && (lines[before] ?? '').trim() === '') before -= 1;
+    const marker = /^<!-- (examples\/[\w.-]+\.ts) -->$/.exec(lines[before] ?? '')?.[1];
+    blocks.push({ marker, code: `${lines.slice(i + 1, end).join('\n')}\n`, line: i + 1 });
+    i = end;
+  }
+  return blocks;
+}
+
+describe('README examples', () => {
+  const blocks = typeScriptBlocks(README);
+
+  it('has TypeScript examples at all', () => {
+    expect(blocks.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it.each(blocks.map((b) => [b.line, b] as const))(
+    'the block at line %i is an examples/ file, verbatim',
+    (_, block) => {
+      expect(block.marker, 'a <!-- examples/NAME.ts --> line right before the block').toBeDefined();
+      expect(block.code).toBe(readFileSync(join(REPO_ROOT, block.marker as string), 'utf8'));
+    },
+  );
+
+  it('shows or links every file in examples/', () => {
+    for (const file of EXAMPLES) expect(README).toContain(`examples/${file}`);
+  });
+});
