@@ -119,7 +119,7 @@ describe('translatePgError and translateConnectError', () => {
       'ENOTFOUND',
       'getaddrinfo ENOTFOUND',
       false,
-      'the PostgreSQL host of db.internal:6432 was not found (ENOTFOUND)',
+      'the host of PostgreSQL at db.internal:6432 was not found (ENOTFOUND)',
     ],
     [
       'EHOSTUNREACH',

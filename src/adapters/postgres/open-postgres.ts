@@ -18,10 +18,10 @@ export interface OpenPostgresOptions {
 }
 
 /**
- * A node-postgres pool for a PostgresStore; with `schema`, it connects once to create it, and a
- * server that cannot be used is an `unavailable` IdemError naming it. A pooled connection that dies while idle (server
- * restart, `pg_terminate_backend`) is logged and dropped instead of crashing the process; the pool
- * opens a new one on the next request.
+ * A node-postgres pool for a PostgresStore. With `schema` it connects once to create it, and a
+ * server that cannot be used is an `unavailable` IdemError naming it. A pooled connection that dies
+ * while idle (server restart, `pg_terminate_backend`) is logged and dropped instead of crashing the
+ * process; the pool opens a new one on the next request.
  */
 export async function openPostgres(url: string, options: OpenPostgresOptions = {}): Promise<PgPool> {
   if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {

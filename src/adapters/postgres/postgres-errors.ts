@@ -84,7 +84,12 @@ export function translateConnectError(error: unknown, target?: PgTarget): IdemEr
     connectFault(error, target) ??
     (isConnectionLoss(error)
       ? translatePgError(error, target === undefined ? {} : { target })
-      : unavailable(error, target, `cannot connect to PostgreSQL at ${serverOf(error, target)}`, false))
+      : unavailable(
+          error,
+          target,
+          `cannot connect to PostgreSQL at ${serverOf(error, target)} (${driverCodeOf(error)})`,
+          false,
+        ))
   );
 }
 
@@ -169,7 +174,12 @@ function connectFault(error: unknown, target: PgTarget | undefined): IdemError |
     case 'EAI_AGAIN':
       return unavailable(error, target, `PostgreSQL at ${server} cannot be reached (${code})`, true);
     case 'ENOTFOUND':
-      return unavailable(error, target, `the PostgreSQL host of ${server} was not found (ENOTFOUND)`, false);
+      return unavailable(
+        error,
+        target,
+        `the host of PostgreSQL at ${server} was not found (ENOTFOUND)`,
+        false,
+      );
     case '3D000': {
       const name = target?.database === undefined ? '' : ` ${JSON.stringify(target.database)}`;
       return unavailable(error, target, `PostgreSQL at ${server} has no database${name} (3D000)`, false);

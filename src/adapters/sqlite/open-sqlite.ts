@@ -22,8 +22,9 @@ export interface OpenSqliteOptions {
 
 /**
  * Opens (creating if needed) a SQLite file in WAL mode, ready for a SqliteStore. A file that cannot
- * be opened is an `unavailable` IdemError (not retryable) that names the file and why: a missing
- * directory, a read-only file system, a directory in its place, a full disk.
+ * be opened is an `unavailable` IdemError that names the file and why: a missing directory, a
+ * directory in its place, a read-only file system, no permission (none retryable), a full disk
+ * (retryable).
  */
 export function openSqlite(path: string, options: OpenSqliteOptions = {}): SqliteDatabase {
   let db: Database.Database | undefined;
