@@ -139,6 +139,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
           });
   } catch (error) {
     // A database that cannot be used ends the start with main's one line, naming file or server.
+    stopWatchingTokens();
     await embedded?.close();
     throw error;
   }
