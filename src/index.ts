@@ -3,8 +3,10 @@ export {
   isIdemError,
   toIdemError,
   ERROR_CODES,
+  storageCauseOf,
   type ErrorCode,
   type IdemErrorOptions,
+  type StorageCause,
 } from './core/errors.js';
 export { systemClock, type Clock } from './core/clock.js';
 export { validateIdempotencyKey, MAX_KEY_LENGTH } from './core/idempotency-key.js';

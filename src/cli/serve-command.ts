@@ -113,8 +113,6 @@ export async function serveCommand(argv: string[]): Promise<void> {
   // One command, nothing else to run: without --provider-url a demo provider runs in this process.
   const embedded =
     work.providerUrl === undefined ? await startProvider({ mode: work.providerMode, logger }) : undefined;
-  if (embedded !== undefined)
-    logger.info('idem.embedded_provider', { url: embedded.url, mode: work.providerMode });
   const providerUrl = work.providerUrl ?? (embedded as RunningProvider).url;
   const common = {
     registry: registry ?? TokenRegistry.fixed(devGrant as Grant),
@@ -127,16 +125,26 @@ export async function serveCommand(argv: string[]): Promise<void> {
     deploymentPolicy: work.policy,
     inFlightWaitMs,
   };
-  const app: ServerApp =
-    database.kind === 'sqlite'
-      ? new ReferenceApp({ ...common, dbPath: database.path, synchronous })
-      : await PostgresReferenceApp.open({
-          ...common,
-          url: database.url,
-          pool: database.pool,
-          preparedStatements: database.preparedStatements,
-          migrate: !values['no-migrate'],
-        });
+  let app: ServerApp;
+  try {
+    app =
+      database.kind === 'sqlite'
+        ? new ReferenceApp({ ...common, dbPath: database.path, synchronous })
+        : await PostgresReferenceApp.open({
+            ...common,
+            url: database.url,
+            pool: database.pool,
+            preparedStatements: database.preparedStatements,
+            migrate: !values['no-migrate'],
+          });
+  } catch (error) {
+    // A database that cannot be used ends the start with main's one line, naming file or server.
+    stopWatchingTokens();
+    await embedded?.close();
+    throw error;
+  }
+  if (embedded !== undefined)
+    logger.info('idem.embedded_provider', { url: embedded.url, mode: work.providerMode });
   const stopWork = values['no-worker']
     ? async () => undefined
     : startBackgroundWork({

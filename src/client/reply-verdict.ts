@@ -3,8 +3,8 @@ import { isPlainObject, replyError, stringField, type ToolError, type ToolReply 
 /**
  * What the client does with one reply to a mutating call:
  * - `succeeded` / `failed`: settled, return it;
- * - `retry`: resend with the same key (busy, in_progress, a retryable outcome_unknown, or any error
- *   marked retryable that is not on the never-retry list);
+ * - `retry`: resend with the same key (busy, in_progress, a retryable unavailable or outcome_unknown,
+ *   or any error marked retryable that is not on the never-retry list);
  * - `follow`: the operation exists but is not finished (accepted, running) or the server cannot tell
  *   (outcome_unknown): poll the operation tool;
  * - `unknown`: the server cannot tell and gave no operation id to follow.

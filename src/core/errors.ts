@@ -9,6 +9,7 @@ export const ERROR_CODES = [
   'not_found',
   'key_expired',
   'busy',
+  'unavailable',
   'in_progress',
   'outcome_unknown',
   'internal',
@@ -24,6 +25,9 @@ const RETRYABLE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   not_found: false,
   key_expired: false,
   busy: true,
+  // Adapters always say: true for a transient condition (disk full, connection refused or lost),
+  // false for one an operator must fix (read-only database, I/O error, no such database).
+  unavailable: false,
   in_progress: true,
   outcome_unknown: false,
   internal: false,
@@ -37,6 +41,54 @@ export interface IdemErrorOptions {
   /** What the caller should do next, in one sentence a model can follow. */
   nextAction?: string;
   cause?: unknown;
+}
+
+/**
+ * What an `unavailable` error is about, safe to log and to show: the driver's code (SQLITE_FULL,
+ * ECONNREFUSED, 3D000, ...) and the file or the server, never a body or an argument value.
+ */
+export interface StorageCause {
+  readonly driverCode: string;
+  /** The SQLite file, when the fault is about one. */
+  readonly path?: string;
+  /** `host:port` of the PostgreSQL server, when the fault is about one. */
+  readonly server?: string;
+}
+
+/** The error's cause when it is a StorageCause (an `unavailable` error from an adapter). */
+export function storageCauseOf(error: { cause?: unknown }): StorageCause | undefined {
+  const cause = error.cause as Partial<StorageCause> | null | undefined;
+  return typeof cause === 'object' && cause !== null && typeof cause.driverCode === 'string'
+    ? (cause as StorageCause)
+    : undefined;
+}
+
+/** The log fields of an error's StorageCause (`driver_code`, `db_path`, `db_server`), or none. */
+export function storageCauseFields(error: unknown): Record<string, string> {
+  const cause = typeof error === 'object' && error !== null ? storageCauseOf(error) : undefined;
+  if (cause === undefined) return {};
+  return {
+    driver_code: cause.driverCode,
+    ...(cause.path === undefined ? {} : { db_path: cause.path }),
+    ...(cause.server === undefined ? {} : { db_server: cause.server }),
+  };
+}
+
+/**
+ * An `unavailable` error: the storage cannot take the call now. Retryable ones (a transient
+ * condition) carry `retryAfterMs`; the next action says whether to retry or to call an operator,
+ * and that a retry with the same key is safe in both cases.
+ */
+export function storageUnavailable(
+  message: string,
+  options: { retryable: boolean; retryAfterMs?: number; cause: StorageCause },
+): IdemError {
+  return new IdemError('unavailable', message, {
+    ...options,
+    nextAction: options.retryable
+      ? 'Retry with the same idempotency_key and arguments after retry_after_ms: nothing was committed.'
+      : 'An operator must fix the storage (see the message); afterwards a retry with the same idempotency_key and arguments is safe.',
+  });
 }
 
 /** The one error class of Idem. Every failure that reaches a caller is one of these. */

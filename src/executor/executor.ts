@@ -1,10 +1,11 @@
 import { systemClock, type Clock } from '../core/clock.js';
 import { decide } from '../core/decide.js';
-import { IdemError, toIdemError } from '../core/errors.js';
+import { IdemError, storageCauseFields, toIdemError } from '../core/errors.js';
 import type { FaultPoints } from '../core/fault-points.js';
 import { fingerprint } from '../core/fingerprint.js';
 import { validateIdempotencyKey } from '../core/idempotency-key.js';
 import { newAttemptId, newOperationId } from '../core/ids.js';
+import { nulArgumentError } from '../core/nul-argument-error.js';
 import type { JsonObject } from '../core/json.js';
 import type { LogFields, Logger } from '../core/logger.js';
 import { operationLabel, validateOperationName, type OperationIdentity } from '../core/operation-identity.js';
@@ -206,15 +207,22 @@ export class Executor<App> {
         workspace: request.workspace,
         outcome: outcome.ok ? callOutcomeLabel(outcome.replayed, outcome.result.status) : outcome.error.code,
         duration_ms: Math.round((this.#clock.monotonic() - started) * 1000) / 1000,
+        // An `unavailable` storage: the driver code and the file or server, never a body.
+        ...(outcome.ok ? {} : storageCauseFields(outcome.error)),
       };
       if (!outcome.ok && outcome.error.code === 'internal') {
         this.#logger.error('idem.call', { ...fields, ...errorFields(failure, outcome.error) });
+      } else if (!outcome.ok && outcome.error.code === 'unavailable') {
+        this.#logger.error('idem.call', fields);
       } else this.#logger.info('idem.call', fields);
       return outcome;
     };
 
     try {
       const key = validateIdempotencyKey(request.key);
+      // Before any storage access, the same answer on every engine (see nulArgumentError).
+      const nul = nulArgumentError(request.workspace, 'workspace') ?? nulArgumentError(request.args);
+      if (nul !== undefined) throw nul;
       const requestFingerprint = fingerprint(request.args);
       const allowed = await watch('authorize', () =>
         this.#authorize(request.principal, request.workspace, {

@@ -33,7 +33,7 @@ export function idempotencyInstructions(
   return [
     'Retry safety: this tool takes an idempotency_key.',
     'Generate a new unique key (for example a UUID) once per intended action, before the first attempt, and keep it with your task state.',
-    'Reuse the same key with the same arguments for every retry of that action: after a timeout, a dropped connection, or a "busy" or "running" result. The original result then comes back with "replayed": true and the action is not performed twice.',
+    'Reuse the same key with the same arguments for every retry of that action: after a timeout, a dropped connection, or a "busy", "running" or retryable "unavailable" result. The original result then comes back with "replayed": true and the action is not performed twice.',
     'Never reuse a key for a different action: a used key with different arguments is rejected as payload_conflict and nothing changes.',
     `A key stays valid for ${window} after the action completed. After that, ${refused}, a retry with it gets key_expired and is not executed; then the key is free again and a call with it would be a new action, so do not retry an action that old: check with a read tool instead.`,
     `If the outcome is uncertain, retry with the same key, or call ${statusTool} with the operation_id from an earlier result.`,

@@ -53,6 +53,7 @@ const STATUS_BY_CODE: Record<ErrorCode, (typeof RESULT_STATUSES)[number]> = {
   not_found: 'rejected',
   key_expired: 'rejected',
   busy: 'rejected',
+  unavailable: 'rejected',
   in_progress: 'running',
   outcome_unknown: 'outcome_unknown',
   internal: 'failed',

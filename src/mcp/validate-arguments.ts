@@ -1,16 +1,21 @@
 import type { z } from 'zod';
 import { IdemError } from '../core/errors.js';
+import { nulArgumentError } from '../core/nul-argument-error.js';
 
 /**
  * Validates tool arguments with zod and reports every problem by path, never echoing values (they
- * may be private).
+ * may be private). A string containing U+0000 is refused here too, for read tools as well as
+ * mutating ones, so that SQLite and PostgreSQL answer alike.
  */
 export function validateArguments(
   schema: z.ZodType,
   raw: unknown,
 ): { ok: true; value: unknown } | { ok: false; error: IdemError } {
   const parsed = schema.safeParse(raw ?? {});
-  if (parsed.success) return { ok: true, value: parsed.data };
+  if (parsed.success) {
+    const nul = nulArgumentError(parsed.data);
+    return nul === undefined ? { ok: true, value: parsed.data } : { ok: false, error: nul };
+  }
   const problems = parsed.error.issues.map((issue) => {
     const path = issue.path.length === 0 ? 'arguments' : issue.path.map(String).join('.');
     return `${path}: ${issue.message}`;

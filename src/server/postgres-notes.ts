@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { PgClient, PgPool } from '../adapters/postgres/postgres-pool.js';
+import { pgTarget, translatePgError } from '../adapters/postgres/postgres-errors.js';
+import type { PgClient, PgPool, PgQueryResult } from '../adapters/postgres/postgres-pool.js';
 import type { Clock } from '../core/clock.js';
 import type { EffectResult } from '../store/store.js';
 import type { Note, NotesRepository } from './notes-repository.js';
@@ -62,7 +63,7 @@ export class PostgresNotes implements NotesRepository<PgClient> {
   }
 
   async get(workspace: string, noteId: string): Promise<Note | undefined> {
-    const { rows } = await this.#pool.query<NoteRow>(
+    const { rows } = await this.#read(
       'SELECT note_id, body, created_at FROM notes WHERE workspace = $1 AND note_id = $2',
       [workspace, noteId],
     );
@@ -70,11 +71,20 @@ export class PostgresNotes implements NotesRepository<PgClient> {
   }
 
   async list(workspace: string, limit = 1000): Promise<Note[]> {
-    const { rows } = await this.#pool.query<NoteRow>(
+    const { rows } = await this.#read(
       'SELECT note_id, body, created_at FROM notes WHERE workspace = $1 ORDER BY created_at, note_id LIMIT $2',
       [workspace, limit],
     );
     return rows.map(toNote);
+  }
+
+  /** A read on the pool; a server that cannot answer is `unavailable`, as in the store. */
+  async #read(text: string, values: unknown[]): Promise<PgQueryResult<NoteRow>> {
+    try {
+      return await this.#pool.query<NoteRow>(text, values);
+    } catch (error) {
+      throw translatePgError(error, { target: pgTarget(this.#pool) });
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { openPostgres, type OpenPostgresOptions } from '../adapters/postgres/open-postgres.js';
 import type { PgClient, PgPool } from '../adapters/postgres/postgres-pool.js';
+import { pgTarget, translatePgError } from '../adapters/postgres/postgres-errors.js';
 import { PostgresStore } from '../adapters/postgres/postgres-store.js';
 import type { Clock } from '../core/clock.js';
 import { FaultPoints } from '../core/fault-points.js';
@@ -84,7 +85,8 @@ export class PostgresReferenceApp implements ServerApp {
       return new PostgresReferenceApp(settings, options.inFlightWaitMs, pool, store, notes);
     } catch (error) {
       await pool.end().catch(() => undefined);
-      throw error;
+      // The notes table's DDL reports a driver error of its own: name the server like the store does.
+      throw translatePgError(error, { target: pgTarget(pool) });
     }
   }
 

@@ -1,6 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { openSqlite } from '../adapters/sqlite/open-sqlite.js';
 import type { SqliteDatabase } from '../adapters/sqlite/sqlite-database.js';
+import { translateSqliteError } from '../adapters/sqlite/sqlite-errors.js';
 import { SqliteStore } from '../adapters/sqlite/sqlite-store.js';
 import type { Clock } from '../core/clock.js';
 import { FaultPoints } from '../core/fault-points.js';
@@ -48,13 +49,19 @@ export class ReferenceApp implements ServerApp {
       deploymentPolicy: this.deploymentPolicy,
     } = settings);
     this.db = openSqlite(options.dbPath, { synchronous: options.synchronous ?? 'FULL' });
-    // The application's schema first, while the driver's own busy wait still covers concurrent starts.
-    this.notes = new NotesApp(this.db, this.clock);
-    this.store = new SqliteStore(this.db, {
-      clock: this.clock,
-      faults: options.faults ?? new FaultPoints(),
-      ...(options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs }),
-    });
+    try {
+      // The application's schema first, while the driver's own busy wait still covers concurrent starts.
+      this.notes = new NotesApp(this.db, this.clock);
+      this.store = new SqliteStore(this.db, {
+        clock: this.clock,
+        faults: options.faults ?? new FaultPoints(),
+        ...(options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs }),
+      });
+    } catch (error) {
+      this.db.close();
+      // A full disk or a read-only file at start-up: an error that names the file.
+      throw translateSqliteError(error, 0, options.dbPath);
+    }
     this.executor = referenceExecutor(this.store, settings, options.inFlightWaitMs);
     this.#newMcpServer = referenceServerFactory(this, this.executor, this.notes);
   }

@@ -1,4 +1,5 @@
 import type { Clock } from '../core/clock.js';
+import { storageCauseFields } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { Store } from '../store/store.js';
 
@@ -43,7 +44,10 @@ export function startSweeper(store: Store<unknown>, options: SweeperOptions): ()
       })
       .catch((error: unknown) => {
         if (!controller.signal.aborted) {
-          options.logger.warn('idem.sweep_failed', { code: (error as { code?: string }).code ?? 'internal' });
+          options.logger.warn('idem.sweep_failed', {
+            code: (error as { code?: string }).code ?? 'internal',
+            ...storageCauseFields(error),
+          });
         }
       })
       .finally(() => {

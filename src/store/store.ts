@@ -188,7 +188,10 @@ export interface Resolution extends SignalOption {
  *   message to one dispatcher at a time; a message whose sender crashed is sent again after the lease
  *   expires, with the same `dedupKey`.
  *
- * Driver errors MUST be translated into IdemError (`busy`, `internal`) inside the adapter.
+ * Driver errors MUST be translated into IdemError inside the adapter: `busy` for lock waits,
+ * `unavailable` when the storage cannot take the call (full disk, read-only, I/O error, refused or
+ * lost connection, no such database; retryable exactly when transient, naming the file or
+ * `host:port` in a StorageCause), `internal` otherwise.
  */
 export interface Store<App> {
   readonly faults: FaultPoints;

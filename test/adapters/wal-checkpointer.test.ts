@@ -33,7 +33,10 @@ function rowsInDatabaseFile(file: string, table: string): number {
     if (exists.n === 0) return 0;
     return (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
   } catch (error) {
-    const code = (error as { code?: string }).code;
+    // openSqlite reports a torn copy as `unavailable` with the driver's code in its cause; a
+    // statement on it throws the driver's own error.
+    const failure = error as { code?: string; cause?: { driverCode?: string } };
+    const code = failure.cause?.driverCode ?? failure.code;
     if (code === 'SQLITE_CORRUPT' || code === 'SQLITE_NOTADB') return -1;
     throw error;
   } finally {

@@ -371,7 +371,11 @@ function retryableFailure(result: CallResult): boolean {
   if (result.kind === 'transport') return true;
   if (result.kind !== 'result') return false;
   const error = result.sc.error;
-  return error !== undefined && error.retryable === true && ['busy', 'outcome_unknown'].includes(error.code);
+  return (
+    error !== undefined &&
+    error.retryable === true &&
+    ['busy', 'unavailable', 'outcome_unknown'].includes(error.code)
+  );
 }
 
 function shuffle<T>(items: T[], random: () => number): void {

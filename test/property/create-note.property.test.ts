@@ -161,6 +161,8 @@ function expectedFor(wire: unknown): Expected {
   }
   if (typeof key !== 'string' || !/^[\x20-\x7e]{1,255}$/.test(key)) return { kind: 'invalid_argument' };
   if (LONE_SURROGATE.test(body) || LONE_SURROGATE.test(workspace)) return { kind: 'invalid_argument' };
+  // U+0000 is refused on every engine (PostgreSQL cannot store it).
+  if (body.includes('\u0000') || workspace.includes('\u0000')) return { kind: 'invalid_argument' };
   if (!HELD.includes(workspace)) return { kind: 'forbidden' };
   const known = model.get(JSON.stringify([workspace, key]));
   if (known === undefined) return { kind: 'executed' };

@@ -38,6 +38,7 @@ describe('IdemError', () => {
       not_found: false,
       key_expired: false,
       busy: true,
+      unavailable: false,
       in_progress: true,
       outcome_unknown: false,
       internal: false,

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Logger } from '../../core/logger.js';
+import { pgTarget, translatePgError } from './postgres-errors.js';
 import type { PgPool } from './postgres-pool.js';
 
 export interface OpenPostgresOptions {
@@ -17,9 +18,10 @@ export interface OpenPostgresOptions {
 }
 
 /**
- * A node-postgres pool for a PostgresStore. A pooled connection that dies while idle (server
- * restart, `pg_terminate_backend`) is logged and dropped instead of crashing the process; the pool
- * opens a new one on the next request.
+ * A node-postgres pool for a PostgresStore. With `schema` it connects once to create it, and a
+ * server that cannot be used is an `unavailable` IdemError naming it. A pooled connection that dies
+ * while idle (server restart, `pg_terminate_backend`) is logged and dropped instead of crashing the
+ * process; the pool opens a new one on the next request.
  */
 export async function openPostgres(url: string, options: OpenPostgresOptions = {}): Promise<PgPool> {
   if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
@@ -45,7 +47,13 @@ export async function openPostgres(url: string, options: OpenPostgresOptions = {
     });
   });
   if (options.schema !== undefined) {
-    await pool.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`);
+    try {
+      await pool.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`);
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      // A server that refuses or has no such database: `unavailable`, naming host:port.
+      throw translatePgError(error, { target: pgTarget(pool as unknown as PgPool) });
+    }
   }
   return pool as unknown as PgPool;
 }

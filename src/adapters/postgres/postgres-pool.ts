@@ -27,6 +27,16 @@ export interface PgClient {
 }
 
 export interface PgPool {
+  /**
+   * Where the pool connects (node-postgres keeps its options here), so that errors can name the
+   * server and database. Optional: a pool without it is named "the server".
+   */
+  readonly options?: {
+    readonly connectionString?: string;
+    readonly host?: string;
+    readonly port?: number;
+    readonly database?: string;
+  };
   connect(): Promise<PgClient>;
   query<Row = Record<string, unknown>>(text: string, values?: unknown[]): Promise<PgQueryResult<Row>>;
   end(): Promise<void>;

@@ -41,8 +41,10 @@ import {
 import {
   isConnectionLoss,
   isRetryableInAdapter,
+  pgTarget,
   translateConnectError,
   translatePgError,
+  type PgTarget,
 } from './postgres-errors.js';
 import {
   callStatements,
@@ -88,9 +90,12 @@ export class PostgresStore implements Store<PgClient> {
   readonly #lockTimeoutMs: number;
   readonly #maxRetries: number;
   readonly #statements: CallStatements;
+  /** The server and database, named in `unavailable` errors. */
+  readonly #target: PgTarget;
 
   private constructor(pool: PgPool, options: PostgresStoreOptions) {
     this.#pool = pool;
+    this.#target = pgTarget(pool);
     this.#statements = callStatements(options.preparedStatements ?? true);
     this.#clock = options.clock ?? systemClock;
     this.faults = options.faults ?? new FaultPoints();
@@ -104,7 +109,7 @@ export class PostgresStore implements Store<PgClient> {
       try {
         await migratePostgres(pool);
       } catch (error) {
-        throw translatePgError(error);
+        throw translatePgError(error, { target: pgTarget(pool) });
       }
     }
     return new PostgresStore(pool, options);
@@ -402,7 +407,7 @@ export class PostgresStore implements Store<PgClient> {
     try {
       client = await this.#pool.connect();
     } catch (error) {
-      throw translateConnectError(error);
+      throw translateConnectError(error, this.#target);
     }
     try {
       const value = await body(client);
@@ -410,14 +415,15 @@ export class PostgresStore implements Store<PgClient> {
       return value;
     } catch (error) {
       client.release(isConnectionLoss(error) ? (error as Error) : undefined);
-      throw translatePgError(error);
+      throw translatePgError(error, { target: this.#target });
     }
   }
 
   /**
    * Runs `body` in one transaction with `lock_timeout`, re-running it after a serialization failure
    * or deadlock (bounded, with backoff). A connection lost during COMMIT is `outcome_unknown`
-   * (retryable: the retry finds the committed record or nothing); lost before it, `busy`.
+   * (retryable: the retry finds the committed record or nothing); lost before it, `unavailable`
+   * (retryable: nothing was committed).
    */
   /**
    * Runs `body` in a transaction, re-running it after a serialization failure or deadlock. With
@@ -444,7 +450,7 @@ export class PostgresStore implements Store<PgClient> {
       try {
         client = await this.#pool.connect();
       } catch (error) {
-        throw translateConnectError(error);
+        throw translateConnectError(error, this.#target);
       }
       let committing = false;
       try {
@@ -471,7 +477,7 @@ export class PostgresStore implements Store<PgClient> {
           await this.#clock.sleep(Math.min(200, 2 * 2 ** attempt) * (0.5 + Math.random() / 2), options);
           continue;
         }
-        throw translatePgError(error, { duringCommit: committing });
+        throw translatePgError(error, { duringCommit: committing, target: this.#target });
       }
     }
   }

@@ -135,7 +135,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
       },
     });
     if (options.migrate ?? true)
-      withLockRetrySync(clock, options.lockTimeoutMs ?? 5000, () => migrateSqlite(db));
+      withLockRetrySync(clock, options.lockTimeoutMs ?? 5000, db.name, () => migrateSqlite(db));
     this.#background =
       checkpoint === 'inline' ? undefined : startBackgroundCheckpoints(db, checkpoint === 'background');
     // Only final records expire; an unfinished one keeps its promise however old it is.
@@ -577,14 +577,19 @@ function startBackgroundCheckpoints(db: SqliteDatabase, engaged: boolean): Backg
   };
 }
 
-function withLockRetrySync<T>(clock: Clock, lockTimeoutMs: number, body: () => T): T {
+function withLockRetrySync<T>(
+  clock: Clock,
+  lockTimeoutMs: number,
+  path: string | undefined,
+  body: () => T,
+): T {
   // Start-up only: several processes may migrate the same file at once.
   const deadline = clock.monotonic() + lockTimeoutMs;
   for (;;) {
     try {
       return body();
     } catch (error) {
-      if (!isSqliteBusy(error) || clock.monotonic() > deadline) throw translateSqliteError(error, 50);
+      if (!isSqliteBusy(error) || clock.monotonic() > deadline) throw translateSqliteError(error, 50, path);
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
     }
   }

@@ -80,6 +80,8 @@ export class SqliteTransactor {
   readonly #maxBatch: number;
   readonly #gather: 'turn' | 'adaptive';
   readonly #onCommit: ((writes: number) => void) | undefined;
+  /** The database file, named in `unavailable` errors. */
+  readonly #path: string | undefined;
   #lastBatchSize = 0;
   readonly #stmt: {
     begin: SqliteStatement;
@@ -107,6 +109,7 @@ export class SqliteTransactor {
     this.#maxBatch = Math.max(1, Math.floor(options.maxBatch));
     this.#gather = options.gather ?? 'turn';
     this.#onCommit = options.onCommit;
+    this.#path = db.name;
     db.pragma('busy_timeout = 0');
     this.#stmt = {
       begin: db.prepare('BEGIN IMMEDIATE'),
@@ -133,7 +136,7 @@ export class SqliteTransactor {
     try {
       return body();
     } catch (error) {
-      throw translateSqliteError(error, 50);
+      throw this.#translate(error);
     }
   }
 
@@ -285,7 +288,7 @@ export class SqliteTransactor {
       this.#stmt.begin.run();
     } catch (error) {
       if (isSqliteBusy(error)) return false;
-      const translated = translateSqliteError(error, 50);
+      const translated = this.#translate(error);
       for (const write of batch) write.reject(translated);
       return true;
     }
@@ -301,13 +304,17 @@ export class SqliteTransactor {
         if (isolated) this.#stmt.release.run();
         settled.push({ write, ok: true, value });
       } catch (error) {
-        const failure = translateSqliteError(error, 50);
+        const failure = this.#translate(error);
         if (!this.#db.inTransaction) {
-          // SQLite rolled the whole transaction back (I/O error, out of memory, ...): the writes
-          // before this one went with it, and those after it go back to the head of the queue.
-          const lost = new IdemError('internal', 'database error; the transaction was rolled back', {
-            cause: error,
-          });
+          // SQLite rolled the whole transaction back (full disk, I/O error, out of memory, ...): the
+          // writes before this one went with it, for the same reason when the storage failed, and
+          // those after it go back to the head of the queue.
+          const lost =
+            failure.code === 'unavailable'
+              ? failure
+              : new IdemError('internal', 'database error; the transaction was rolled back', {
+                  cause: error,
+                });
           const failed: Settlement[] = settled.map((s) =>
             s.ok ? { write: s.write, ok: false, error: lost } : s,
           );
@@ -338,7 +345,7 @@ export class SqliteTransactor {
       this.#stmt.commit.run();
     } catch (error) {
       this.#rollbackQuietly();
-      const translated = translateSqliteError(error, 50);
+      const translated = this.#translate(error);
       settle(settled.map((s) => ({ write: s.write, ok: false, error: s.ok ? translated : s.error })));
       return true;
     }
@@ -347,10 +354,14 @@ export class SqliteTransactor {
     return true;
   }
 
+  #translate(error: unknown): IdemError {
+    return translateSqliteError(error, 50, this.#path);
+  }
+
   /** A rollback to a savepoint failed: give up the whole transaction, nothing of it is committed. */
   #abandon(batch: PendingWrite[], settled: Settlement[], index: number, cause: unknown): void {
     this.#rollbackQuietly();
-    const failure = translateSqliteError(cause, 50);
+    const failure = this.#translate(cause);
     const failed: Settlement[] = settled.map((s) => ({
       write: s.write,
       ok: false,
