@@ -140,7 +140,7 @@ describe('HTTP limits', () => {
   it('bounds the bytes buffered across requests: 503 with Retry-After beyond it, 413 for oversized, and stays responsive', async () => {
     const { srv } = await server(['--max-body', '256KiB', '--max-buffered', '1MiB']);
     const declared = 200 * 1024;
-    const uploads = [];
+    const uploads: ReturnType<typeof rawConnection>[] = [];
     for (let i = 0; i < 10; i += 1) {
       const upload = rawConnection(srv.port, postHead(srv.port, declared));
       upload.socket.write('x'.repeat(100 * 1024)); // half the body, then nothing more

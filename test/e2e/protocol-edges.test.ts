@@ -135,7 +135,8 @@ describe('JSON-RPC batches over HTTP', () => {
       expect(answer.status, version).toBe(400);
       expect(answer.json()).toMatchObject(invalidRequest);
     }
-    for (const extra of [{}, { 'MCP-Protocol-Version': '2025-03-26' }]) {
+    const legacy: Record<string, string>[] = [{}, { 'MCP-Protocol-Version': '2025-03-26' }];
+    for (const extra of legacy) {
       const answer = await rawRequest({ port: srv.port, headers: { ...MCP_HEADERS, ...extra }, body: batch });
       expect(answer.status).toBe(200);
       expect(answer.json()).toEqual([
@@ -209,7 +210,7 @@ describe('protocol edges over stdio', () => {
     const anonymous = byId(null).map((a) => (a.error as { code: number }).code);
     expect(anonymous).toEqual([-32700, -32600, -32600]);
     for (const id of ['proto', 'ctor']) {
-      const [answer] = byId(id) as ToolCallAnswer[];
+      const [answer] = byId(id) as unknown as ToolCallAnswer[];
       expect(answer?.result?.structuredContent?.error?.code, id).toBe('invalid_argument');
     }
     expect(byId('b1')).toEqual([]);

@@ -114,7 +114,7 @@ function oauthErrorOf(error: unknown): OAuthError {
   const code = (error as { code?: unknown }).code;
   if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') {
     const claim = (error as { claim?: unknown }).claim;
-    return new OAuthError(OAuthErrorCode.InvalidToken, `the token's "${String(claim)}" claim is invalid`);
+    return new OAuthError(OAuthErrorCode.InvalidToken, `the token's ${String(claim)} claim is invalid`);
   }
   if (typeof code === 'string' && code in INVALID_TOKEN_CODES) {
     return new OAuthError(OAuthErrorCode.InvalidToken, INVALID_TOKEN_CODES[code] as string);
