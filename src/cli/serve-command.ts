@@ -32,8 +32,8 @@ ${DATABASE_HELP}
   --stdio                    speak MCP on stdin/stdout instead of HTTP
   --tokens FILE              bearer tokens: {"<token>": {"principal": "...", "workspaces": ["..."]}},
                              each bounded by its own workspaces; re-read when it changes, and while
-                             the file is invalid or missing every token is refused. Without it:
-                             loopback-only dev mode with principal "dev" (or $IDEM_PRINCIPAL on
+                             the file is invalid or missing every token is refused. Without it
+                             (and without --jwt-issuer): loopback-only dev mode with principal "dev" (or $IDEM_PRINCIPAL on
                              stdio) and workspace "default".
                              With --stdio, $IDEM_TOKEN names the token to act as.
 ${HTTP_HELP}
