@@ -9,7 +9,7 @@ function recordingStore(calls: SweepOptions[]): Store<unknown> {
   return {
     sweep: (options: SweepOptions): Promise<SweepResult> => {
       calls.push(options);
-      return Promise.resolve({ tombstoned: 0, tombstonesDeleted: 0, batches: 0 });
+      return Promise.resolve({ tombstoned: 0, tombstonesDeleted: 0, outboxDeleted: 0, batches: 0 });
     },
   } as unknown as Store<unknown>;
 }
