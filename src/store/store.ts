@@ -203,9 +203,10 @@ export interface DeadLetterListOptions extends SignalOption {
  * - Messages enqueued in an effect MUST commit or roll back with it. `claimOutbox` MUST lease each
  *   message to one dispatcher at a time; a message whose sender crashed is sent again after the lease
  *   expires, with the same `dedupKey`. It MUST NOT claim a delivered message or a dead letter.
- * - `completeOutbox`, `retryOutbox` and `deadLetterOutbox` MUST apply only while `workerId` holds
- *   the message's lease (otherwise they change nothing). `requeueOutbox` MUST apply only to a dead
- *   letter: it becomes due at `now` with its attempts counted from 0 again.
+ * - `completeOutbox`, `retryOutbox` and `deadLetterOutbox` MUST apply only while `workerId` is the
+ *   message's lease owner (otherwise they change nothing); `deadLetterOutbox` only to a message
+ *   neither delivered nor dead. `requeueOutbox` MUST apply only to a dead letter: it becomes due at
+ *   `now` with its attempts counted from 0 again.
  *
  * Driver errors MUST be translated into IdemError (`busy`, `internal`) inside the adapter.
  */
