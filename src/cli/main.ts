@@ -13,7 +13,7 @@ const HELP = `Usage: idem <command> [options]
 
 Commands:
   serve              run the reference MCP server (HTTP on 127.0.0.1:3000, or --stdio)
-  ops list|show|resolve  inspect operations; settle an outcome_unknown one
+  ops                inspect, settle and correct operations; list and re-queue dead letters
   check              check that a mutating tool of any MCP server keeps the retry contract
   migrate            create or upgrade the database tables (SQLite or PostgreSQL)
   sweep              expire old receipts into tombstones, delete old tombstones

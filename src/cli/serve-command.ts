@@ -35,7 +35,7 @@ ${DATABASE_HELP}
                              loopback-only dev mode with principal "dev" (or $IDEM_PRINCIPAL on
                              stdio) and workspace "default".
                              With --stdio, $IDEM_TOKEN names the token to act as.
-  --retention DUR            how long receipts replay (default 24h)
+  --retention DUR            how long receipts replay, and delivered webhooks are kept (default 24h)
   --tombstone-retention DUR  how long an expired key is refused after that (default 30d)
   --lock-timeout DUR         wait for the write lock before answering busy (default 5s)
   --sweep-interval DUR       how often expired receipts are swept (default 60s)
@@ -157,12 +157,14 @@ export async function serveCommand(argv: string[]): Promise<void> {
         logger,
         leaseMs: work.leaseMs,
         pollIntervalMs: work.pollIntervalMs,
+        outboxMaxAttempts: work.outboxMaxAttempts,
       });
   const stopSweeper = startSweeper(app.store, {
     intervalMs: sweepIntervalMs,
     batchSize: sweepBatch,
     maxDuty: sweepMaxDuty,
     tombstoneTtlMs: app.tombstoneTtlMs,
+    outboxRetentionMs: retentionMs,
     clock: app.clock,
     logger,
   });
