@@ -6,6 +6,8 @@
 export interface ToolReply {
   readonly isError: boolean;
   readonly content: Record<string, unknown>;
+  /** The URIs of `resource_link` blocks and embedded `resource` blocks, in order (absent when none). */
+  readonly resourceUris?: readonly string[];
 }
 
 /** A coded error as a tool reported it (`error` in Idem's result shape) or as the client saw it. */
@@ -24,7 +26,9 @@ export function readToolReply(result: unknown): ToolReply {
     content?: unknown;
   };
   const isError = raw.isError === true;
-  if (isPlainObject(raw.structuredContent)) return { isError, content: raw.structuredContent };
+  const uris = resourceUris(raw.content);
+  const links = uris.length === 0 ? {} : { resourceUris: uris };
+  if (isPlainObject(raw.structuredContent)) return { isError, content: raw.structuredContent, ...links };
   const texts = Array.isArray(raw.content)
     ? raw.content
         .filter((block): block is { type: 'text'; text: string } => {
@@ -37,12 +41,24 @@ export function readToolReply(result: unknown): ToolReply {
   if (first !== undefined) {
     try {
       const parsed: unknown = JSON.parse(first);
-      if (isPlainObject(parsed)) return { isError, content: parsed };
+      if (isPlainObject(parsed)) return { isError, content: parsed, ...links };
     } catch {
       // not JSON: fall through to plain text
     }
   }
-  return { isError, content: { text: texts.join('\n') } };
+  return { isError, content: { text: texts.join('\n') }, ...links };
+}
+
+function resourceUris(content: unknown): string[] {
+  if (!Array.isArray(content)) return [];
+  return content.flatMap((block: unknown) => {
+    if (!isPlainObject(block)) return [];
+    if (block.type === 'resource_link' && typeof block.uri === 'string') return [block.uri];
+    if (block.type === 'resource' && isPlainObject(block.resource) && typeof block.resource.uri === 'string') {
+      return [block.resource.uri];
+    }
+    return [];
+  });
 }
 
 /** The coded error in a reply, when it has one in Idem's shape. */
