@@ -16,12 +16,12 @@ export const keyArgumentRow: Row = {
         { key: null, idempotentHint: true },
       );
     }
+    const hints = ctx.plan.readOnlyHint
+      ? 'annotated readOnlyHint, checked because --tool asked'
+      : 'annotated neither readOnlyHint nor idempotentHint';
     return failed(
-      'no idempotency key argument: every retry is a new action (pass --key-field NAME if it has one)',
-      {
-        key: null,
-        arguments: Object.keys(ctx.plan.template),
-      },
+      `no idempotency key argument: every retry is a new action (${hints}; pass --key-field NAME if it has one)`,
+      { key: null, arguments: Object.keys(ctx.plan.template) },
     );
   },
 };

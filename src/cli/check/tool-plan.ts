@@ -140,7 +140,8 @@ export function planTools(listed: readonly ListedTool[], options: CheckOptions):
     Object.assign(overrides, own?.arguments);
     for (const [name, fixed] of options.args)
       if (takes(tool, name)) overrides[name] = coerce(tool, name, fixed);
-    return planTool(tool, settings, overrides, options, counts(settings));
+    const explicit = options.tools.length > 0 || config.tool !== undefined || config.tools !== undefined;
+    return planTool(tool, settings, overrides, options, counts(settings), explicit);
   });
   return { plans, notChecked };
 }
@@ -151,6 +152,7 @@ function planTool(
   overrides: Record<string, unknown>,
   options: CheckOptions,
   counts: CountSpec[],
+  explicit: boolean,
 ): ToolPlan {
   const schema = tool.inputSchema;
   const notes: string[] = [];
@@ -181,15 +183,16 @@ function planTool(
   const varies = hasUnique(template);
   const fixedByUser = Object.keys(overrides);
   // The user's arguments left nothing to vary although a string could have: a usage error.
-  if (!varies && (hasUnique(sampled) || Object.values(overrides).some(holdsString))) {
+  // The user's arguments left nothing to vary although a string could have: for a tool the user
+  // chose, a usage error; for one picked by itself (a global --arg fixed its only string), a note.
+  const couldVary = hasUnique(sampled) || Object.values(overrides).some(holdsString);
+  if (!varies && couldVary) {
     const varying = Object.keys(sampled).filter((name) => hasUnique(sampled[name]));
-    throw new CliError(
-      `${tool.name}: the arguments have no varying part (${fixedByUser.join(', ')} fixed without {{unique}}); ` +
-        `put {{unique}} in a string, e.g. --arg '${varying[0] ?? fixedByUser[0] ?? 'name'}=idem {{unique}}'`,
-      2,
-    );
-  }
-  if (!varies) notes.push('no argument can vary per action (no string argument takes {{unique}})');
+    const problem = `the arguments have no varying part (${fixedByUser.join(', ')} fixed without {{unique}})`;
+    const fix = `put {{unique}} in a string, e.g. --arg '${varying[0] ?? fixedByUser[0] ?? 'name'}=idem {{unique}}'`;
+    if (explicit) throw new CliError(`${tool.name}: ${problem}; ${fix}`, 2);
+    notes.push(`${problem}: actions cannot differ (${fix})`);
+  } else if (!varies) notes.push('no argument can vary per action (no string argument takes {{unique}})');
   const unmet = sample.unmet.filter(
     (problem) => !fixedByUser.some((name) => problem.startsWith(`$.${name}`)),
   );
