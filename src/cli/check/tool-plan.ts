@@ -48,6 +48,8 @@ const REFERENCE = /(^id$|_id$|[a-z]Id$|_ids$|[a-z]Ids$)/;
 const COUNT_NAME =
   /(^|[_-])(list|read|all|graph|index|search|find|query|count|dump|export)([_-]|s?$)|^(list|read)[A-Z]/;
 const MAX_FOUND_COUNTS = 5;
+/** Arguments where a varying text is most at home, suggested first. */
+const FREE_TEXT = /body|text|content|title|name|description|message|note|comment/i;
 
 /**
  * Chooses the tools to check and plans each one: the key argument (given, else found in the
@@ -140,7 +142,11 @@ export function planTools(listed: readonly ListedTool[], options: CheckOptions):
     Object.assign(overrides, own?.arguments);
     for (const [name, fixed] of options.args)
       if (takes(tool, name)) overrides[name] = coerce(tool, name, fixed);
-    const explicit = options.tools.length > 0 || config.tool !== undefined || config.tools !== undefined;
+    const explicit =
+      selected.length === 1 ||
+      options.tools.length > 0 ||
+      config.tool !== undefined ||
+      config.tools !== undefined;
     return planTool(tool, settings, overrides, options, counts(settings), explicit);
   });
   return { plans, notChecked };
@@ -184,10 +190,13 @@ function planTool(
   const fixedByUser = Object.keys(overrides);
   // The user's arguments left nothing to vary although a string could have: a usage error.
   // The user's arguments left nothing to vary although a string could have: for a tool the user
-  // chose, a usage error; for one picked by itself (a global --arg fixed its only string), a note.
+  // chose (or the only one), a usage error; for one among others picked by the checker (a global
+  // --arg fixed its only string), a note.
   const couldVary = hasUnique(sampled) || Object.values(overrides).some(holdsString);
   if (!varies && couldVary) {
-    const varying = Object.keys(sampled).filter((name) => hasUnique(sampled[name]));
+    const varying = Object.keys(sampled)
+      .filter((name) => hasUnique(sampled[name]))
+      .sort((a, b) => Number(!FREE_TEXT.test(a)) - Number(!FREE_TEXT.test(b)));
     const problem = `the arguments have no varying part (${fixedByUser.join(', ')} fixed without {{unique}})`;
     const fix = `put {{unique}} in a string, e.g. --arg '${varying[0] ?? fixedByUser[0] ?? 'name'}=idem {{unique}}'`;
     if (explicit) throw new CliError(`${tool.name}: ${problem}; ${fix}`, 2);
