@@ -1,7 +1,8 @@
 /**
  * What a tool call answered, read the same way for Idem servers and for any other MCP server:
  * the `structuredContent` object, or else the first text block parsed as a JSON object, or else
- * the text itself as `{ text }`. Nothing here depends on the SDK's output-schema validation.
+ * the text itself as `{ text }`; beside it, the URIs of any resource links or embedded resources.
+ * Nothing here depends on the SDK's output-schema validation.
  */
 export interface ToolReply {
   readonly isError: boolean;
@@ -54,7 +55,11 @@ function resourceUris(content: unknown): string[] {
   return content.flatMap((block: unknown) => {
     if (!isPlainObject(block)) return [];
     if (block.type === 'resource_link' && typeof block.uri === 'string') return [block.uri];
-    if (block.type === 'resource' && isPlainObject(block.resource) && typeof block.resource.uri === 'string') {
+    if (
+      block.type === 'resource' &&
+      isPlainObject(block.resource) &&
+      typeof block.resource.uri === 'string'
+    ) {
       return [block.resource.uri];
     }
     return [];
