@@ -45,7 +45,7 @@ describe('idem check against a naive server that declares a key and ignores it',
     expect(round.ids).toHaveLength(5);
     expect(round.effects).toBe(5);
     expect(rows.conflicting_arguments).toMatchObject({ result: 'fail', evidence: { effects: 1 } });
-  });
+  }, 60_000);
 
   it('prints the failing rows in the table, with a --config too', async () => {
     const config = join(dir, 'naive.json');
@@ -69,7 +69,7 @@ describe('idem check against a naive server that declares a key and ignores it',
       /same key, other arguments\s+fail\s+accepted as a second action under a used key/,
     );
     expect(result.output).toContain('\n1 passed, 3 failed, 1 skipped\n');
-  });
+  }, 60_000);
 });
 
 describe('idem check against a racy server (key checked, then stored after an await in half the calls)', () => {
@@ -94,7 +94,7 @@ describe('idem check against a racy server (key checked, then stored after an aw
     expect(last?.ids.length).toBeGreaterThan(1);
     expect(last?.effects).toBeGreaterThan(1);
     expect(evidence.perRound.slice(0, -1).every((r) => r.result === 'pass')).toBe(true);
-  });
+  }, 60_000);
 });
 
 describe('ids and keys where they are', () => {
@@ -107,7 +107,7 @@ describe('ids and keys where they are', () => {
       retry: { id: { at: 'resource_link' } },
     });
     expect(rows.lost_response?.summary).toMatch(/^the retry got the same id \(resource_link\)/);
-  });
+  }, 60_000);
 
   it('finds a camelCase key (idempotencyKey) and id (noteId)', async () => {
     const result = await check(['--arg', 'workspace=w', '--json', ...scripted('camel')]);
@@ -116,7 +116,7 @@ describe('ids and keys where they are', () => {
     expect(rowsOf(result, 'create_note').fresh_key?.evidence).toMatchObject({
       first: { id: { at: '$.noteId' } },
     });
-  });
+  }, 60_000);
 
   it('uses --id-path, and --count-tool with a calibrated path', async () => {
     const result = await check([
@@ -134,7 +134,7 @@ describe('ids and keys where they are', () => {
       idPath: '$.noteId',
       count: { tool: 'list_notes', path: '$.notes', from: '--count-tool', perAction: 1 },
     });
-  });
+  }, 60_000);
 
   it('without ids or a count, passes nothing: the rows say what is missing', async () => {
     // The naive server with --no-ids answers "created" and lists no read tool: nothing to compare.
@@ -162,7 +162,7 @@ describe('ids and keys where they are', () => {
       'no evidence: no id in the results (pass --id-path); no count tool (pass --count-tool NAME): ' +
         'dropped (no id), retry (no id)',
     );
-  });
+  }, 60_000);
 });
 
 describe('--junit', () => {
@@ -184,5 +184,5 @@ describe('--junit', () => {
       /name="another principal, same key" time="[\d.]+">\n\s+<skipped message="no second token \(--token2\)"\/>/,
     );
     expect(reportOf(await check(['--arg', 'workspace=default', '--json', ...naive])).verdict).toBe('fail');
-  });
+  }, 60_000);
 });

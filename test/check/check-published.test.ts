@@ -101,7 +101,7 @@ describe('@modelcontextprotocol/server-memory, zero-config', () => {
         ['cross_principal', 'skip'],
       ]);
     }
-  });
+  }, 60_000);
 });
 
 describe('@modelcontextprotocol/server-everything, zero-config', () => {
@@ -153,7 +153,7 @@ describe('@modelcontextprotocol/server-everything, zero-config', () => {
         /^the server refused the call \(protocol_error: .*requires task-based execution/,
       ),
     });
-  });
+  }, 60_000);
 });
 
 describe('@modelcontextprotocol/server-filesystem', () => {
@@ -171,7 +171,7 @@ describe('@modelcontextprotocol/server-filesystem', () => {
       ['key_argument', 'fail'],
       ['sample_arguments', 'inconclusive'],
     ]);
-  });
+  }, 60_000);
 
   it('with a --config (a path per action, list_directory as the count): write_file passes on counted effects', async () => {
     const root = join(dir, 'fs-config');
@@ -207,7 +207,7 @@ describe('@modelcontextprotocol/server-filesystem', () => {
     ]);
     // One file per intended action: the first call, the lost-response action, one per round.
     expect(readdirSync(root)).toHaveLength(1 + 1 + 20);
-  });
+  }, 60_000);
 });
 
 describe('@kazuph/mcp-taskmanager', () => {
@@ -235,5 +235,5 @@ describe('@kazuph/mcp-taskmanager', () => {
     expect(rowsOf(all, 'mark_task_done').sample_arguments?.summary).toBe(
       'not run: needs the id of something that exists: requestId, taskId (pass --arg requestId=VALUE --arg taskId=VALUE)',
     );
-  });
+  }, 60_000);
 });

@@ -129,7 +129,7 @@ describe('idem check, zero-config, against the reference server', () => {
       /lost response, then retry\s+pass\s+the retry got the same id \(\$\.resource_id\), one action's effect \(\+1\): dropped (note_\w+), retry \1 \(replayed\), effects \+1\n/,
     );
     expect(table.output).toContain('\n5 passed, 0 failed\n');
-  });
+  }, 60_000);
 
   it('passes over stdio with --arg workspace=default alone (one server process)', async () => {
     const result = await check([
@@ -152,7 +152,7 @@ describe('idem check, zero-config, against the reference server', () => {
       summary: 'no second token (--token2)',
     });
     expect(verdictsOf(result, 'start_deployment').slice(0, 4)).toEqual(ALL_PASS.slice(0, 4));
-  });
+  }, 60_000);
 
   it('still takes a --config file (the arguments template, the count), over stdio per principal', async () => {
     const config = join(dir, 'reference.json');
@@ -191,7 +191,7 @@ describe('idem check, zero-config, against the reference server', () => {
       arguments: { workspace: 'shared', body: 'idem check {{unique}}' },
     });
     expectNotesKept(result);
-  });
+  }, 60_000);
 
   it('refuses the sample arguments honestly when the workspace is not given: inconclusive, exit 3', async () => {
     const result = await check(['--url', http.url, '--token', ALICE, '--tool', 'create_note', '--json']);
@@ -201,5 +201,5 @@ describe('idem check, zero-config, against the reference server', () => {
     expect(rowsOf(result, 'create_note').sample_arguments?.summary).toMatch(
       /^the server refused the sample arguments \(forbidden: .+\): fix them with --arg NAME=VALUE or --config; nothing else was run$/,
     );
-  });
+  }, 60_000);
 });
