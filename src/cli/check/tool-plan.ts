@@ -1,11 +1,13 @@
 import { CliError } from '../cli-error.js';
 import type { ListedTool } from '../check-connection.js';
-import type { CheckOptions, FixedArgument } from './check-options.js';
+import type { CheckOptions } from './check-options.js';
 import type { ToolSettings } from './check-config.js';
+import { foundCounts, readArguments } from './count-candidates.js';
 import { findKeyField, type KeyField } from './key-field.js';
 import type { JsonPath } from './json-path.js';
 import { schemaSample } from './schema-sample.js';
-import { fill, hasUnique, isObject } from './unique-template.js';
+import { argumentNames, coerce, holdsString, takes } from './tool-arguments.js';
+import { hasUnique, isObject } from './unique-template.js';
 
 /** A read tool to count effects with; `path` undefined: the array one call grows, found by calibration. */
 export interface CountSpec {
@@ -45,9 +47,6 @@ export interface ToolSelection {
 
 /** A required argument with such a name names something that must already exist. */
 const REFERENCE = /(^id$|_id$|[a-z]Id$|_ids$|[a-z]Ids$)/;
-const COUNT_NAME =
-  /(^|[_-])(list|read|all|graph|index|search|find|query|count|dump|export)([_-]|s?$)|^(list|read)[A-Z]/;
-const MAX_FOUND_COUNTS = 5;
 /** Arguments where a varying text is most at home, suggested first. */
 const FREE_TEXT = /body|text|content|title|name|description|message|note|comment/i;
 
@@ -235,75 +234,4 @@ function planTool(
     notes,
     blocked,
   };
-}
-
-/** Read tools worth trying as a count: readOnlyHint, a listing name, every required argument known. */
-function foundCounts(
-  listed: readonly ListedTool[],
-  shared: Record<string, unknown>,
-  args: ReadonlyMap<string, FixedArgument>,
-): CountSpec[] {
-  const rank = (name: string) => (/list/i.test(name) ? 0 : /read|all|graph|dump|export/i.test(name) ? 1 : 2);
-  return listed
-    .filter((tool) => tool.annotations?.readOnlyHint === true && COUNT_NAME.test(tool.name))
-    .flatMap((tool) => {
-      const schema = tool.inputSchema;
-      const properties = isObject(schema.properties) ? schema.properties : {};
-      const required = Array.isArray(schema.required) ? schema.required : [];
-      const ready = required.every((name) => {
-        if (typeof name !== 'string') return true;
-        const p = properties[name];
-        return (
-          name in shared || args.has(name) || (isObject(p) && ('const' in p || 'default' in p || 'enum' in p))
-        );
-      });
-      return ready ? [tool] : [];
-    })
-    .sort((a, b) => rank(a.name) - rank(b.name))
-    .slice(0, MAX_FOUND_COUNTS)
-    .map((tool) => ({
-      tool: tool.name,
-      arguments: readArguments(tool, shared, args),
-      path: undefined,
-      from: 'found' as const,
-    }));
-}
-
-/** A read tool's arguments: the known values it takes, and a fixed sample for the rest it requires. */
-function readArguments(
-  tool: ListedTool,
-  shared: Record<string, unknown>,
-  args: ReadonlyMap<string, FixedArgument>,
-): Record<string, unknown> {
-  const sample = schemaSample(tool.inputSchema).value;
-  const out: Record<string, unknown> = isObject(sample) ? { ...sample } : {};
-  for (const [name, value] of Object.entries(shared)) if (takes(tool, name)) out[name] = value;
-  for (const [name, fixed] of args) if (takes(tool, name)) out[name] = coerce(tool, name, fixed);
-  return fill(out, '000000000000') as Record<string, unknown>;
-}
-
-function holdsString(value: unknown): boolean {
-  if (typeof value === 'string') return true;
-  if (Array.isArray(value)) return value.some(holdsString);
-  return isObject(value) && Object.values(value).some(holdsString);
-}
-
-function argumentNames(tool: ListedTool): string[] {
-  const properties = tool.inputSchema.properties;
-  return isObject(properties) ? Object.keys(properties) : [];
-}
-
-/** A tool takes the arguments it declares; one without `properties` takes any (unless it forbids extras). */
-function takes(tool: ListedTool, name: string): boolean {
-  const { properties, additionalProperties } = tool.inputSchema;
-  return isObject(properties) ? name in properties : additionalProperties !== false;
-}
-
-/** `--arg n=5` is the number 5, unless the schema wants a string there. */
-function coerce(tool: ListedTool, name: string, fixed: FixedArgument): unknown {
-  const properties = tool.inputSchema.properties;
-  const p = isObject(properties) ? properties[name] : undefined;
-  const type = isObject(p) ? p.type : undefined;
-  const wantsString = type === 'string' || (Array.isArray(type) && type.length === 1 && type[0] === 'string');
-  return wantsString || fixed.json === undefined ? fixed.text : fixed.json;
 }
