@@ -118,6 +118,28 @@ describe('ids and keys where they are', () => {
     });
   }, 60_000);
 
+  it('does not fail a server on a found count that stops at a page; a configured count is taken at its word', async () => {
+    const found = await check(['--arg', 'workspace=w', '--json', ...scripted('capped')]);
+    expect(found.exitCode).toBe(0);
+    const rows = rowsOf(found, 'create_note');
+    expect(rows.fresh_key).toMatchObject({ result: 'pass', evidence: { effects: 0 } });
+    expect(rows.fresh_key?.summary).toMatch(/^two ids: /);
+    const configured = await check([
+      '--arg',
+      'workspace=w',
+      '--count-tool',
+      'list_notes',
+      '--count-path',
+      '$.notes',
+      '--json',
+      ...scripted('capped'),
+    ]);
+    expect(configured.exitCode).toBe(1);
+    expect(rowsOf(configured, 'create_note').fresh_key?.summary).toMatch(
+      /^effects \+0 where two actions make \+2: /,
+    );
+  }, 60_000);
+
   it('uses --id-path, and --count-tool with a calibrated path', async () => {
     const result = await check([
       '--arg',

@@ -56,9 +56,9 @@ async function oneRound(ctx: RowContext, round: number, before: number | undefin
   else if (ids.length === 1 && found.length === answered.length && shared.every((id) => !id.echo)) {
     judge.prove('one id');
   }
-  if (effects !== undefined && ctx.count !== undefined) {
-    if (effects === ctx.count.perAction) judge.prove(`one action's effect (${signed(effects)})`);
-    else judge.fail(`effects ${signed(effects)} where one action makes ${signed(ctx.count.perAction)}`);
+  ctx.judgeEffects(judge, effects, 1);
+  if (!judge.failed && judge.result === 'inconclusive') {
+    judge.miss(ctx.missingEvidence(found.some((id) => id.echo)));
   }
   const shown = ids.length === 0 ? '(no id)' : ids.length <= 2 ? ids.join(', ') : `${ids.length} ids`;
   const seen =
@@ -91,11 +91,13 @@ function summarize(ctx: RowContext, rounds: readonly Round[]): RowOutcome {
     );
   }
   const last = rounds[rounds.length - 1] as Round;
-  if (rounds.some((r) => r.judge.result === 'inconclusive')) {
-    const judge = new Judgement().miss(
-      ctx.missingEvidence(last.calls.some((c) => succeeded(c) && c.id?.echo === true)),
-    );
-    return judge.outcome(`${rounds.length} rounds, the last: ${last.seen}`, evidence, prefix);
+  const unproven = rounds.filter((r) => r.judge.result === 'inconclusive');
+  if (unproven.length === rounds.length) {
+    return last.judge.outcome(`${rounds.length} rounds, the last: ${last.seen}`, evidence, prefix);
+  }
+  const first = unproven[0];
+  if (first !== undefined) {
+    return first.judge.outcome(`round ${first.round} of ${ctx.run.rounds}: ${first.seen}`, evidence, prefix);
   }
   return {
     result: 'pass',

@@ -40,7 +40,8 @@ export const conflictingArgumentsRow: Row = {
             : 'accepted other arguments under a used key',
       );
     } else judge.miss(`the second call got no reply (${second.code})`);
-    if (n !== undefined && n !== 0) judge.fail(`effects ${signed(n)} where a refusal makes none`);
+    if (n !== undefined && n > 0) judge.fail(`effects ${signed(n)} where a refusal makes none`);
+    else if (n !== undefined && n < 0) judge.miss(`effects ${signed(n)} where a refusal makes none`);
     const seen = `first ${show(first)}, then ${show(second)}${n === undefined ? '' : `, effects ${signed(n)}`}`;
     return judge.outcome(seen, { first, second, effects: n ?? null });
   },

@@ -35,11 +35,7 @@ export const freshKeyRow: Row = {
       if (ids === 'different' && first.id?.echo !== true && second.id?.echo !== true) judge.prove('two ids');
       if (ids === 'same') judge.fail(`one resource for two keys (${second.id?.value})`);
     }
-    if (n !== undefined && ctx.count !== undefined) {
-      const two = 2 * ctx.count.perAction;
-      if (n === two) judge.prove(`two actions' effects (${signed(n)})`);
-      else judge.fail(`effects ${signed(n)} where two actions make ${signed(two)}`);
-    }
+    ctx.judgeEffects(judge, n, 2);
     if (!judge.failed && judge.result === 'inconclusive')
       judge.miss(ctx.missingEvidence(first.id?.echo === true));
     const seen = `${show(first)}, then ${show(second)}${n === undefined ? '' : `, effects ${signed(n)}`}`;

@@ -75,10 +75,7 @@ export const lostResponseRow: Row = {
           break;
       }
     }
-    if (n !== undefined && ctx.count !== undefined) {
-      if (n === ctx.count.perAction) judge.prove(`one action's effect (${signed(n)})`);
-      else judge.fail(`effects ${signed(n)} where one action makes ${signed(ctx.count.perAction)}`);
-    }
+    ctx.judgeEffects(judge, n, 1);
     if (!judge.failed && judge.result === 'inconclusive') {
       judge.miss(ctx.missingEvidence(first.id?.echo === true));
     }

@@ -7,6 +7,7 @@ import type { FindIdOptions } from './find-id.js';
 import { observe, type Observed } from './observed.js';
 import type { ToolPlan } from './tool-plan.js';
 import { fillTemplate, newUnique } from './unique-template.js';
+import { signed, type Judgement } from './verdict.js';
 
 /** What a run of `idem check` shares across tools. */
 export interface CheckRun {
@@ -90,16 +91,33 @@ export class RowContext {
     return connection.call(this.plan.name, action.args, this.run.timeoutMs, signal ?? this.run.signal);
   }
 
+  /**
+   * Judges a counted change against what `actions` intended actions make. More is always a failure
+   * (duplicates). Less fails only for a configured count: a count found by itself may be a capped
+   * page of a list, so less is then missing evidence, not a verdict.
+   */
+  judgeEffects(judge: Judgement, n: number | undefined, actions: 1 | 2): void {
+    if (n === undefined || this.count === undefined) return;
+    const expected = actions * this.count.perAction;
+    if (n === expected) {
+      judge.prove(`${actions === 1 ? "one action's effect" : "two actions' effects"} (${signed(n)})`);
+      return;
+    }
+    const problem = `effects ${signed(n)} where ${actions === 1 ? 'one action makes' : 'two actions make'} ${signed(expected)}`;
+    if (n > expected || this.count.from !== 'found') judge.fail(problem);
+    else judge.miss(`${problem}, but the count found may be capped (a page of a list): pass --count-tool`);
+  }
+
   /** Prefix for the rows of a tool without a key argument. */
   get keyless(): string {
     return this.plan.key === undefined ? 'without a key: ' : '';
   }
 
-  /** What is missing when a row found neither ids nor counts. */
+  /** What is missing when a row found no evidence: ids, and a count when there is none. */
   missingEvidence(echoed: boolean): string {
     const ids = echoed
       ? 'the only id found echoes the arguments (pass --id-path to a server-made id)'
       : 'no id in the results (pass --id-path)';
-    return `${ids}; no count tool (pass --count-tool NAME)`;
+    return this.count === undefined ? `${ids}; no count tool (pass --count-tool NAME)` : ids;
   }
 }
