@@ -235,7 +235,7 @@ describe('the packed tarball, installed with production dependencies only', () =
       expect(check.code, `${check.stdout}\n${check.stderr}`).toBe(0);
       expect(check.stdout).toContain('effects counted by list_notes');
       expect(check.stdout).toContain('4 passed, 0 failed, 1 skipped');
-    });
+    }, 150_000);
   });
 
   it('`npx idem serve --stdio` (the MCP client config command) answers initialize on the first stdout line', async () => {
@@ -299,6 +299,7 @@ describe('the packed tarball, installed with production dependencies only', () =
       'npm',
       ['install', 'pg@^8.11.0', '--prefer-offline', '--no-audit', '--no-fund'],
       project,
+      120_000,
     );
     expect(install.code, install.stderr).toBe(0);
     const imported = await run('node', ['import-every-subpath.mjs', POSTGRES_URL], project);
@@ -320,5 +321,5 @@ describe('the packed tarball, installed with production dependencies only', () =
       await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
       await admin.end();
     }
-  });
+  }, 180_000);
 });
