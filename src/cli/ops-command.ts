@@ -7,6 +7,7 @@ import { DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js
 import type { Store } from '../store/store.js';
 import { systemClock } from '../core/clock.js';
 import { isIdemError } from '../core/errors.js';
+import { OPERATION_STATES } from '../core/operation-state.js';
 import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
 import type { OperatorChange } from '../core/operation-record.js';
 import { deploymentFields } from '../operations/deployment-handler.js';
@@ -46,11 +47,17 @@ const REFERENCE_OPERATIONS: SuccessFieldsByOperation = {
 
 const CORRECT_FLAGS = '--succeeded --resource-id R --reason TEXT';
 
+/** "a, b or c" */
+function either(words: readonly string[]): string {
+  return words.length < 2 ? words.join('') : `${words.slice(0, -1).join(', ')} or ${words.at(-1)}`;
+}
+
 export async function opsCommand(argv: string[], out: (text: string) => void): Promise<void> {
   const [sub, ...rest] = argv;
   if (sub === undefined || sub === '-h' || sub === '--help') {
     out(`${OPS_HELP}\n`);
-    if (sub === undefined) throw new CliError('idem ops: missing subcommand (list or show)', 2);
+    if (sub === undefined)
+      throw new CliError(`ops needs a subcommand: ${either(SUBCOMMANDS)} (see "idem ops --help")`, 2);
     return;
   }
   const { values, positionals } = parseArgs({
@@ -74,7 +81,13 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
   });
   if (values.help) return out(`${OPS_HELP}\n`);
   if (!SUBCOMMANDS.includes(sub)) {
-    throw new CliError(`idem ops: unknown subcommand ${JSON.stringify(sub)}`, 2);
+    throw new CliError(`unknown ops subcommand ${JSON.stringify(sub)}; use ${either(SUBCOMMANDS)}`, 2);
+  }
+  if (values.status !== undefined && !(OPERATION_STATES as readonly string[]).includes(values.status)) {
+    throw new CliError(
+      `--status must be ${either(OPERATION_STATES)}, got ${JSON.stringify(values.status)}`,
+      2,
+    );
   }
   const opened = await openStore(databaseSpec(values));
   const { store } = opened;

@@ -49,7 +49,7 @@ ${WORK_HELP}
                              Without --provider-url an in-process demo provider is started.
   -h, --help                 show this help
 
-Durations: 500ms, 30s, 15m, 24h, 30d. Logs are JSON lines on stderr.`;
+Durations take a unit: 500ms, 5s, 2m, 24h, 30d. Logs are JSON lines on stderr.`;
 
 export async function serveCommand(argv: string[]): Promise<void> {
   const { values } = parseArgs({
