@@ -4,6 +4,7 @@ import type {
   AttemptRecord,
   OperationError,
   OperationRecord,
+  OperatorChange,
   OutboxMessage,
 } from '../core/operation-record.js';
 import type { OperationState } from '../core/operation-state.js';
@@ -36,6 +37,7 @@ export interface OperationRow {
   cancel_requested_at: number | string | null;
   resolved_by: string | null;
   resolved_at: number | string | null;
+  audit_json: string | null;
 }
 
 export interface AttemptRow {
@@ -57,6 +59,8 @@ export interface OutboxRow {
   created_at: number | string;
   attempts: number | string;
   dispatched_at: number | string | null;
+  last_error: string | null;
+  dead_at: number | string | null;
 }
 
 export const OPERATION_COLUMNS = [
@@ -85,6 +89,7 @@ export const OPERATION_COLUMNS = [
   'cancel_requested_at',
   'resolved_by',
   'resolved_at',
+  'audit_json',
 ] as const;
 
 /** The row whose values are in OPERATION_COLUMNS order (a statement read in raw mode). */
@@ -122,6 +127,7 @@ export function operationParams(r: OperationRecord): unknown[] {
     r.cancelRequestedAt ?? null,
     r.resolvedBy ?? null,
     r.resolvedAt ?? null,
+    json(r.audit),
   ];
 }
 
@@ -153,6 +159,7 @@ export function toRecord(row: OperationRow): OperationRecord {
     ...(row.cancel_requested_at === null ? {} : { cancelRequestedAt: Number(row.cancel_requested_at) }),
     ...(row.resolved_by === null ? {} : { resolvedBy: row.resolved_by }),
     ...(row.resolved_at === null ? {} : { resolvedAt: Number(row.resolved_at) }),
+    ...(row.audit_json === null ? {} : { audit: JSON.parse(row.audit_json) as OperatorChange[] }),
   };
 }
 
@@ -178,6 +185,8 @@ export function toOutbox(row: OutboxRow): OutboxMessage {
     createdAt: Number(row.created_at),
     attempts: Number(row.attempts),
     ...(row.dispatched_at === null ? {} : { dispatchedAt: Number(row.dispatched_at) }),
+    ...(row.last_error === null ? {} : { lastError: row.last_error }),
+    ...(row.dead_at === null ? {} : { deadAt: Number(row.dead_at) }),
   };
 }
 
@@ -188,8 +197,8 @@ function json(value: unknown): string | null {
 /**
  * The values of an UPDATE of an operation's mutable columns, in this order: status, resource_id,
  * result_json, error_json, expires_at, dispatched, next_attempt_at, lease_owner, lease_expires_at,
- * updated_at, attempt_count, cancel_requested_at, resolved_by, resolved_at, then operation_id for the
- * WHERE. Keys absent from `change` keep the current value; `nextAttemptAt` is cleared unless given.
+ * updated_at, attempt_count, cancel_requested_at, resolved_by, resolved_at, audit_json, then
+ * operation_id for the WHERE. Keys absent from `change` keep the current value; `nextAttemptAt` is cleared unless given.
  */
 export function changeParams(current: OperationRecord, change: RecordChange): unknown[] {
   const has = (key: string) => Object.prototype.hasOwnProperty.call(change, key);
@@ -210,6 +219,7 @@ export function changeParams(current: OperationRecord, change: RecordChange): un
     pick('cancelRequestedAt') ?? null,
     pick('resolvedBy') ?? null,
     pick('resolvedAt') ?? null,
+    json(pick('audit')),
     current.operationId,
   ];
 }

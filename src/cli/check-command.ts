@@ -1,105 +1,99 @@
-import { parseArgs } from 'node:util';
+import { writeFileSync } from 'node:fs';
 import { CliError } from './cli-error.js';
-import { loadCheckConfig } from './check-config.js';
-import { CheckConnection, type CheckTargetSpec } from './check-connection.js';
-import { checkReport, formatCheckReport } from './check-report.js';
-import { checkRows } from './check-rows.js';
-import { durationOption, intOption } from './options.js';
+import { CheckConnection, type CheckTargetSpec, type ListedTool } from './check-connection.js';
+import { connectionFailure } from './connection-failure.js';
+import { checkReport, exitStatus, formatTally } from './check/check-report.js';
+import { CHECK_HELP, parseCheckOptions } from './check/check-options.js';
+import { checkTool, type ToolReport } from './check/check-tool.js';
+import { formatCheckReport } from './check/format-report.js';
+import { junitReport } from './check/junit-report.js';
+import { planTools } from './check/tool-plan.js';
 
-export const CHECK_HELP = `Usage: idem check --config FILE (--url URL | -- COMMAND [ARGS...]) [options]
+export { CHECK_HELP } from './check/check-options.js';
 
-Checks that one mutating tool of ANY MCP server keeps the retry contract, and prints a table:
-  lost response, then retry     the response is dropped; the retry with the same key gets the same id
-  N concurrent duplicates       N calls with one key at once: one effect, one id for every caller
-  same key, other arguments     refused, nothing changed
-  fresh key, same arguments     a second, distinct resource
-  another principal, same key   (with --token2) never the first principal's result
-
-Options:
-  --config FILE        JSON: {"tool", "keyField", "arguments" (template with {{unique}}),
-                       "count": {"tool", "arguments", "path"}, "idPath", "secondArguments"}
-  --url URL            a Streamable HTTP endpoint (e.g. http://127.0.0.1:3000/mcp)
-  -- COMMAND ARGS      a stdio server to spawn (one process per principal)
-  --token T            bearer token (HTTP) or the value of --token-env (stdio)
-  --token2 T           a second principal's token: adds the cross-principal row
-  --token-env NAME     environment variable that carries a token to a stdio server (default IDEM_TOKEN)
-  --concurrency N      concurrent duplicates (default 5)
-  --timeout DUR        per call (default 10s)
-  --json               print the report as JSON
-  -h, --help           show this help
-
-Exit status: 0 when every row passes, 1 when a row fails or the server cannot be reached, 2 on usage errors.`;
-
-/** `idem check`: prints the report to `out`; throws CliError(…, 1) when a row failed. */
+/**
+ * `idem check`: lists the server's tools, checks the mutating ones and prints the report to `out`
+ * (and writes --junit). Throws CliError(…, 1) when a row failed or the server cannot be reached,
+ * (…, 2) on a usage error, (…, 3) when no row failed but some were inconclusive.
+ */
 export async function checkCommand(
   argv: string[],
   out: (text: string) => void,
   options: { signal?: AbortSignal } = {},
 ): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: {
-      config: { type: 'string' },
-      url: { type: 'string' },
-      token: { type: 'string' },
-      token2: { type: 'string' },
-      'token-env': { type: 'string', default: 'IDEM_TOKEN' },
-      concurrency: { type: 'string', default: '5' },
-      timeout: { type: 'string', default: '10s' },
-      json: { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-    strict: true,
-    allowPositionals: true,
-  });
-  if (values.help) {
+  const parsed = parseCheckOptions(argv);
+  if (parsed === undefined) {
     out(`${CHECK_HELP}\n`);
     return;
   }
-  if (values.config === undefined)
-    throw new CliError('--config FILE is required; see "idem check --help"', 2);
-  const [command, ...commandArgs] = positionals;
-  if ((values.url === undefined) === (command === undefined)) {
-    throw new CliError('give exactly one target: --url URL, or -- COMMAND [ARGS...]', 2);
-  }
-  if (values.url !== undefined && !/^https?:\/\//.test(values.url)) {
-    throw new CliError('--url must be an http:// or https:// URL', 2);
-  }
-  const concurrency = intOption('--concurrency', values.concurrency, 2, 100);
-  const timeoutMs = durationOption('--timeout', values.timeout, 10 * 60_000);
-  const config = loadCheckConfig(values.config);
-  const spec: CheckTargetSpec =
-    values.url !== undefined
-      ? { url: values.url }
-      : { command: command as string, args: commandArgs, tokenEnv: values['token-env'] };
-
+  const { target, timeoutMs } = parsed;
+  const signal = options.signal;
   const opened: CheckConnection[] = [];
   const open = async (token: string | undefined) => {
     try {
-      const connection = await CheckConnection.open(spec, token, options.signal);
+      const connection = await CheckConnection.open(target, token, signal);
       opened.push(connection);
       return connection;
     } catch (error) {
-      options.signal?.throwIfAborted();
-      throw new CliError(`cannot connect to the server: ${(error as Error)?.message ?? String(error)}`, 1);
+      signal?.throwIfAborted();
+      throw new CliError(`cannot ${describeTarget(target)}: ${connectionFailure(error)}`, 1);
     }
   };
   try {
-    const primary = await open(values.token);
-    const second = values.token2 === undefined ? undefined : await open(values.token2);
-    const rows = await checkRows({
-      config,
+    const primary = await open(parsed.token);
+    let listed: ListedTool[];
+    try {
+      listed = await primary.listTools(timeoutMs, signal);
+    } catch (error) {
+      signal?.throwIfAborted();
+      throw new CliError(`cannot list the tools of ${labelOf(target)}: ${connectionFailure(error)}`, 1);
+    }
+    const { plans, notChecked } = planTools(listed, parsed);
+    const second = parsed.token2 === undefined ? undefined : await open(parsed.token2);
+    const run = {
       primary,
       second,
       timeoutMs,
-      concurrency,
-      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      concurrency: parsed.concurrency,
+      rounds: parsed.rounds,
+      signal,
+    };
+    const tools: ToolReport[] = [];
+    for (const plan of plans) tools.push(await checkTool(plan, run));
+    const report = checkReport(primary.label, tools, notChecked, {
+      rounds: parsed.rounds,
+      concurrency: parsed.concurrency,
     });
-    const report = checkReport(primary.label, config.tool, rows);
-    out(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatCheckReport(report));
-    const failed = rows.filter((row) => row.result === 'fail').length;
-    if (failed > 0) throw new CliError(`${failed} of ${rows.length} rows failed`, 1);
+    if (parsed.junit !== undefined) {
+      try {
+        writeFileSync(parsed.junit, junitReport(report));
+      } catch (error) {
+        throw new CliError(`cannot write --junit ${parsed.junit}: ${(error as Error).message}`, 2);
+      }
+    }
+    out(parsed.json ? `${JSON.stringify(report, null, 2)}\n` : formatCheckReport(report));
+    const status = exitStatus(report);
+    if (status === 1)
+      throw new CliError(
+        `${report.tally.fail} row${report.tally.fail === 1 ? '' : 's'} failed (${formatTally(report.tally)})`,
+        1,
+      );
+    if (status === 3) {
+      throw new CliError(
+        `no row failed, but ${report.tally.inconclusive} ${report.tally.inconclusive === 1 ? 'is' : 'are'} ` +
+          `inconclusive (${formatTally(report.tally)})`,
+        3,
+      );
+    }
   } finally {
     await Promise.all(opened.map((connection) => connection.close()));
   }
+}
+
+function labelOf(target: CheckTargetSpec): string {
+  return 'url' in target ? target.url : [target.command, ...target.args].join(' ');
+}
+
+function describeTarget(target: CheckTargetSpec): string {
+  return 'url' in target ? `reach ${target.url}` : `connect to ${labelOf(target)}`;
 }

@@ -10,6 +10,18 @@ export type CheckTargetSpec =
 
 const STDERR_TAIL = 4000;
 
+/** A tool as the server lists it, in plain terms (no SDK types leave this module). */
+export interface ListedTool {
+  readonly name: string;
+  readonly description?: string;
+  readonly inputSchema: Record<string, unknown>;
+  readonly annotations?: {
+    readonly readOnlyHint?: boolean;
+    readonly idempotentHint?: boolean;
+    readonly destructiveHint?: boolean;
+  };
+}
+
 /**
  * One principal's connection to the server under check, with a fault injector on its transport so
  * that a row can swallow a response it provoked. Over stdio each connection is its own server
@@ -80,6 +92,44 @@ export class CheckConnection {
       clock: systemClock,
       ...(signal === undefined ? {} : { signal }),
     });
+  }
+
+  /**
+   * Every tool the server lists, following `nextCursor` (at most 100 pages). The one place where
+   * `idem check` calls the SDK's `listTools`.
+   */
+  async listTools(timeoutMs: number, signal?: AbortSignal): Promise<ListedTool[]> {
+    const client = await this.#connect(signal);
+    const tools: ListedTool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 100; page += 1) {
+      const listed = await client.listTools(cursor === undefined ? {} : { cursor }, {
+        timeout: Math.max(1, Math.ceil(timeoutMs)),
+        ...(signal === undefined ? {} : { signal }),
+      });
+      for (const tool of listed.tools) {
+        const annotations = tool.annotations ?? {};
+        tools.push({
+          name: tool.name,
+          ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
+          inputSchema: { ...tool.inputSchema },
+          annotations: {
+            ...(typeof annotations.readOnlyHint === 'boolean'
+              ? { readOnlyHint: annotations.readOnlyHint }
+              : {}),
+            ...(typeof annotations.idempotentHint === 'boolean'
+              ? { idempotentHint: annotations.idempotentHint }
+              : {}),
+            ...(typeof annotations.destructiveHint === 'boolean'
+              ? { destructiveHint: annotations.destructiveHint }
+              : {}),
+          },
+        });
+      }
+      cursor = listed.nextCursor;
+      if (cursor === undefined) break;
+    }
+    return tools;
   }
 
   /** The last lines the server process wrote to stderr (stdio only), for error messages. */

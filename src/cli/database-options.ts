@@ -1,3 +1,4 @@
+import { PG_MISSING_MESSAGE, pgInstalled } from '../adapters/postgres/load-pg.js';
 import { openPostgres, type OpenPostgresOptions } from '../adapters/postgres/open-postgres.js';
 import { PostgresStore } from '../adapters/postgres/postgres-store.js';
 import { openSqlite } from '../adapters/sqlite/open-sqlite.js';
@@ -57,7 +58,7 @@ export function databaseSpec(values: {
     throw new CliError('--db-schema must be a lower-case identifier', 2);
   }
   const url = new URL(db);
-  return {
+  const spec: DatabaseSpec = {
     kind: 'postgres',
     url: db,
     // Never log a password.
@@ -70,6 +71,10 @@ export function databaseSpec(values: {
     },
     preparedStatements: values['pg-no-prepared-statements'] !== true,
   };
+  // `pg` is an optional peer dependency: after the usage checks, and before anything starts, say
+  // which package is missing (exit 1: the command line is right, the installation lacks a package).
+  if (!pgInstalled()) throw new CliError(PG_MISSING_MESSAGE, 1);
+  return spec;
 }
 
 /** Opens the store for an operator command (ops, sweep, worker, migrate). */

@@ -13,8 +13,8 @@ const HELP = `Usage: idem <command> [options]
 
 Commands:
   serve              run the reference MCP server (HTTP on 127.0.0.1:3000, or --stdio)
-  ops list|show|resolve  inspect operations; settle an outcome_unknown one
-  check              check that a mutating tool of any MCP server keeps the retry contract
+  ops                inspect, settle and correct operations; list and re-queue dead letters
+  check              check that the mutating tools of any MCP server keep the retry contract
   migrate            create or upgrade the database tables (SQLite or PostgreSQL)
   sweep              expire old receipts into tombstones, delete old tombstones
   worker             run the durable-operation worker and outbox dispatcher alone

@@ -7,25 +7,57 @@ import { DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js
 import type { Store } from '../store/store.js';
 import { systemClock } from '../core/clock.js';
 import { isIdemError } from '../core/errors.js';
+import { OPERATION_STATES } from '../core/operation-state.js';
 import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
+import type { OperatorChange } from '../core/operation-record.js';
+import { deploymentFields } from '../operations/deployment-handler.js';
+import { resolveOperation, type SuccessFieldsByOperation } from '../operations/operation-resolver.js';
+import { opsOutboxCommand } from './ops-outbox-command.js';
+import { textTable } from './text-table.js';
 
 export const OPS_HELP = `Usage: idem ops list [--status S] [--limit N] [--db PATH] [--json]
        idem ops show <operation_id> [--db PATH]
-       idem ops resolve <operation_id> --succeeded --resource-id R [--by NAME] [--db PATH]
+       idem ops resolve <operation_id> --succeeded --resource-id R [--reason TEXT] [--by NAME] [--db PATH]
        idem ops resolve <operation_id> --failed --reason TEXT [--by NAME] [--db PATH]
+       idem ops resolve <operation_id> --correct --succeeded --resource-id R --reason TEXT [--by NAME]
+       idem ops dead-letters [--limit N] [--json] [--db PATH]
+       idem ops requeue <id> [--db PATH]
 
 Inspects and settles recorded operations (--db: SQLite file, default ./idem.sqlite, or postgres:// URL).
-  list     newest first, one line each: id, status, tool, principal, workspace, resource, created
-  show     one operation as JSON: identity, state, result or error, next action, and its attempts
-  resolve  settle an outcome_unknown operation after checking the provider by hand; records who
-           (--by, default $USER) and when. Any other state is refused.
+  list          newest first, one line each: id, status, tool, principal, workspace, resource, created
+  show          one operation as JSON: identity, state, result or error, next action, its attempts,
+                and its audit (every operator change: who, when, the state before, why)
+  resolve       settle an outcome_unknown operation after checking the provider by hand; records who
+                (--by, default $USER), when and why. Any other state is refused, except that
+  --correct     changes a failed or cancelled operation whose effect was found to exist to succeeded
+                (never the other way); replays then return the corrected result
+  dead-letters  outbox messages (webhooks) given up on after --outbox-max-attempts sends, oldest first
+  requeue       make a dead letter due again, with its attempts counted from 0
 Statuses: accepted, running, succeeded, failed, cancel_requested, cancelled, outcome_unknown.`;
+
+const SUBCOMMANDS: readonly string[] = ['list', 'show', 'resolve', 'dead-letters', 'requeue'];
+
+/**
+ * The reference server's durable operations: how a success that an operator establishes gets the
+ * fields of one the worker records (the library's handlers know them; see resolveOperation).
+ */
+const REFERENCE_OPERATIONS: SuccessFieldsByOperation = {
+  start_deployment: { successFields: deploymentFields },
+};
+
+const CORRECT_FLAGS = '--succeeded --resource-id R --reason TEXT';
+
+/** "a, b or c" */
+function either(words: readonly string[]): string {
+  return words.length < 2 ? words.join('') : `${words.slice(0, -1).join(', ')} or ${words.at(-1)}`;
+}
 
 export async function opsCommand(argv: string[], out: (text: string) => void): Promise<void> {
   const [sub, ...rest] = argv;
   if (sub === undefined || sub === '-h' || sub === '--help') {
     out(`${OPS_HELP}\n`);
-    if (sub === undefined) throw new CliError('idem ops: missing subcommand (list or show)', 2);
+    if (sub === undefined)
+      throw new CliError(`ops needs a subcommand: ${either(SUBCOMMANDS)} (see "idem ops --help")`, 2);
     return;
   }
   const { values, positionals } = parseArgs({
@@ -37,6 +69,7 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
       json: { type: 'boolean', default: false },
       succeeded: { type: 'boolean', default: false },
       failed: { type: 'boolean', default: false },
+      correct: { type: 'boolean', default: false },
       'resource-id': { type: 'string' },
       reason: { type: 'string' },
       by: { type: 'string' },
@@ -47,14 +80,21 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
     allowPositionals: true,
   });
   if (values.help) return out(`${OPS_HELP}\n`);
-  if (sub !== 'list' && sub !== 'show' && sub !== 'resolve') {
-    throw new CliError(`idem ops: unknown subcommand ${JSON.stringify(sub)}`, 2);
+  if (!SUBCOMMANDS.includes(sub)) {
+    throw new CliError(`unknown ops subcommand ${JSON.stringify(sub)}; use ${either(SUBCOMMANDS)}`, 2);
+  }
+  if (values.status !== undefined && !(OPERATION_STATES as readonly string[]).includes(values.status)) {
+    throw new CliError(
+      `--status must be ${either(OPERATION_STATES)}, got ${JSON.stringify(values.status)}`,
+      2,
+    );
   }
   const opened = await openStore(databaseSpec(values));
   const { store } = opened;
-  if (sub === 'resolve') {
+  if (sub === 'resolve' || sub === 'dead-letters' || sub === 'requeue') {
     try {
-      return await resolveCommand(store, values, positionals, out);
+      if (sub === 'resolve') return await resolveCommand(store, values, positionals, out);
+      return await opsOutboxCommand(sub, store, values, positionals, out);
     } finally {
       await opened.close();
     }
@@ -85,7 +125,13 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
       r.resourceId ?? '-',
       new Date(r.createdAt).toISOString(),
     ]);
-    out(table(['OPERATION', 'STATUS', 'TOOL', 'PRINCIPAL', 'WORKSPACE', 'RESOURCE', 'CREATED'], rows));
+    out(
+      textTable(
+        ['OPERATION', 'STATUS', 'TOOL', 'PRINCIPAL', 'WORKSPACE', 'RESOURCE', 'CREATED'],
+        rows,
+        '(no operations)',
+      ),
+    );
   } finally {
     await opened.close();
   }
@@ -96,17 +142,24 @@ function showView(receipt: Receipt) {
     ...operationView(receipt),
     principal: receipt.identity.principal,
     idempotency_key: receipt.identity.key,
+    ...(receipt.audit === undefined ? {} : { audit: receipt.audit.map(changeView) }),
   };
 }
 
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i] ?? 0))
-      .join('  ')
-      .trimEnd();
-  return `${[line(header), ...rows.map(line)].join('\n')}\n${rows.length === 0 ? '(no operations)\n' : ''}`;
+/** One operator change as `show` prints it (ISO time, snake_case like the rest). */
+function changeView(change: OperatorChange) {
+  return {
+    action: change.action,
+    by: change.by,
+    at: new Date(change.at).toISOString(),
+    from: change.from,
+    to: change.to,
+    ...(change.reason === undefined ? {} : { reason: change.reason }),
+    ...(change.resourceId === undefined ? {} : { resource_id: change.resourceId }),
+    ...(change.previousError === undefined
+      ? {}
+      : { previous_error: { code: change.previousError.code, message: change.previousError.message } }),
+  };
 }
 
 async function resolveCommand(
@@ -114,6 +167,7 @@ async function resolveCommand(
   values: {
     succeeded: boolean;
     failed: boolean;
+    correct: boolean;
     'resource-id'?: string;
     reason?: string;
     by?: string;
@@ -129,6 +183,9 @@ async function resolveCommand(
     throw new CliError('give exactly one of --succeeded or --failed', 2);
   if (values.succeeded && !values['resource-id']) throw new CliError('--succeeded needs --resource-id R', 2);
   if (values.failed && !values.reason) throw new CliError('--failed needs --reason TEXT', 2);
+  if (values.correct && !values.succeeded)
+    throw new CliError('--correct corrects to --succeeded only: a success is never corrected to failed', 2);
+  if (values.correct && !values.reason) throw new CliError('--correct needs --reason TEXT', 2);
   const retentionMs =
     values.retention === undefined ? DEFAULT_RETENTION_MS : durationOption('--retention', values.retention);
   const by = values.by ?? process.env.USER ?? 'operator';
@@ -136,16 +193,23 @@ async function resolveCommand(
     const now = systemClock.now();
     let record;
     try {
-      record = await store.resolve(id, {
+      record = await resolveOperation(store, REFERENCE_OPERATIONS, id, {
         to: values.succeeded ? 'succeeded' : 'failed',
         by,
         now,
         expiresAt: now + retentionMs,
         ...(values['resource-id'] === undefined ? {} : { resourceId: values['resource-id'] }),
         ...(values.reason === undefined ? {} : { reason: values.reason }),
+        ...(values.correct ? { correct: true } : {}),
       });
     } catch (error) {
-      if (isIdemError(error) && error.code === 'invalid_argument') throw new CliError(error.message);
+      if (isIdemError(error) && error.code === 'invalid_argument') {
+        const current = values.correct ? undefined : await store.getOperation(id);
+        const correctable = current?.status === 'failed' || current?.status === 'cancelled';
+        throw new CliError(
+          correctable ? `${error.message}: idem ops resolve ${id} --correct ${CORRECT_FLAGS}` : error.message,
+        );
+      }
       throw error;
     }
     if (record === undefined) throw new CliError(`no operation ${id}`);

@@ -33,11 +33,11 @@ ${DATABASE_HELP}
   --tokens FILE              bearer tokens: {"<token>": {"principal": "...", "workspaces": ["..."]}},
                              each bounded by its own workspaces; re-read when it changes, and while
                              the file is invalid or missing every token is refused. Without it
-                             (and without --jwt-issuer): loopback-only dev mode with principal "dev" (or $IDEM_PRINCIPAL on
-                             stdio) and workspace "default".
+                             (and without --jwt-issuer): loopback-only dev mode with principal
+                             "dev" (or $IDEM_PRINCIPAL on stdio) and workspace "default".
                              With --stdio, $IDEM_TOKEN names the token to act as.
 ${HTTP_HELP}
-  --retention DUR            how long receipts replay (default 24h)
+  --retention DUR            how long receipts replay, and delivered webhooks are kept (default 24h)
   --tombstone-retention DUR  how long an expired key is refused after that (default 30d)
   --lock-timeout DUR         wait for the write lock before answering busy (default 5s)
   --sweep-interval DUR       how often expired receipts are swept (default 60s)
@@ -51,7 +51,7 @@ ${WORK_HELP}
                              Without --provider-url an in-process demo provider is started.
   -h, --help                 show this help
 
-Durations: 500ms, 30s, 15m, 24h, 30d. Logs are JSON lines on stderr.`;
+Durations take a unit: 500ms, 5s, 2m, 24h, 30d. Logs are JSON lines on stderr.`;
 
 export async function serveCommand(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -163,12 +163,14 @@ export async function serveCommand(argv: string[]): Promise<void> {
         logger,
         leaseMs: work.leaseMs,
         pollIntervalMs: work.pollIntervalMs,
+        outboxMaxAttempts: work.outboxMaxAttempts,
       });
   const stopSweeper = startSweeper(app.store, {
     intervalMs: sweepIntervalMs,
     batchSize: sweepBatch,
     maxDuty: sweepMaxDuty,
     tombstoneTtlMs: app.tombstoneTtlMs,
+    outboxRetentionMs: retentionMs,
     clock: app.clock,
     logger,
   });

@@ -1,23 +1,28 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_SWEEP_MAX_DUTY } from '../core/batch-sizer.js';
 import { systemClock } from '../core/clock.js';
+import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
 import { DEFAULT_TOMBSTONE_TTL_MS } from '../server/reference-app.js';
 import { durationOption, dutyOption, intOption } from './options.js';
 import { DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
 
-export const SWEEP_HELP = `Usage: idem sweep [--db PATH|URL] [--tombstone-retention DUR] [--batch-size N] [--max-duty D]
+export const SWEEP_HELP = `Usage: idem sweep [--db PATH|URL] [--retention DUR] [--tombstone-retention DUR] [--batch-size N]
+                  [--max-duty D]
 
-Turns receipts past their retention into tombstones (which refuse late retries with key_expired)
-and deletes tombstones past their own life (default 30d), in batches of N rows (default 500), each
-its own short transaction so running servers are never blocked for long. On SQLite it spends at
-most the share D of its time in batches and waits the rest (default 0.5); --max-duty 1 never waits,
-for a backlog cleared while nothing else runs.`;
+Turns receipts past their retention into tombstones (which refuse late retries with key_expired),
+deletes tombstones past their own life (default 30d), and deletes outbox messages (webhooks)
+delivered longer ago than --retention (the receipts' retention, default 24h; dead letters are kept
+until re-queued). It works in batches of N rows (default 500), each its own short transaction so
+running servers are never blocked for long. On SQLite it spends at most the share D of its time in
+batches and waits the rest (default 0.5); --max-duty 1 never waits, for a backlog cleared while
+nothing else runs.`;
 
 export async function sweepCommand(argv: string[], out: (text: string) => void): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     options: {
       ...DATABASE_OPTIONS,
+      retention: { type: 'string' },
       'tombstone-retention': { type: 'string' },
       'batch-size': { type: 'string', default: '500' },
       'max-duty': { type: 'string', default: String(DEFAULT_SWEEP_MAX_DUTY) },
@@ -32,13 +37,25 @@ export async function sweepCommand(argv: string[], out: (text: string) => void):
     values['tombstone-retention'] === undefined
       ? DEFAULT_TOMBSTONE_TTL_MS
       : durationOption('--tombstone-retention', values['tombstone-retention']);
+  const outboxRetentionMs =
+    values.retention === undefined ? DEFAULT_RETENTION_MS : durationOption('--retention', values.retention);
   const opened = await openStore(databaseSpec(values));
   const { store } = opened;
   try {
-    const result = await store.sweep({ now: systemClock.now(), tombstoneTtlMs, batchSize, maxDuty });
-    out(
-      `${JSON.stringify({ tombstoned: result.tombstoned, tombstones_deleted: result.tombstonesDeleted, batches: result.batches })}\n`,
-    );
+    const result = await store.sweep({
+      now: systemClock.now(),
+      tombstoneTtlMs,
+      batchSize,
+      maxDuty,
+      outboxRetentionMs,
+    });
+    const counts = {
+      tombstoned: result.tombstoned,
+      tombstones_deleted: result.tombstonesDeleted,
+      outbox_deleted: result.outboxDeleted,
+      batches: result.batches,
+    };
+    out(`${JSON.stringify(counts)}\n`);
   } finally {
     await opened.close();
   }

@@ -1,5 +1,6 @@
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
 import type { RecoveryMode } from '../operations/durable-handler.js';
+import { DEFAULT_OUTBOX_MAX_ATTEMPTS } from '../operations/outbox-dispatcher.js';
 import { CliError } from './cli-error.js';
 import { durationOption, intOption } from './options.js';
 
@@ -12,6 +13,7 @@ export const WORK_OPTIONS = {
   'max-attempts': { type: 'string', default: '3' },
   'worker-lease': { type: 'string', default: '5s' },
   'worker-poll': { type: 'string', default: '200ms' },
+  'outbox-max-attempts': { type: 'string', default: String(DEFAULT_OUTBOX_MAX_ATTEMPTS) },
 } as const;
 
 export const WORK_HELP = `  --provider-url URL         the deployment provider (and webhook receiver)
@@ -21,7 +23,9 @@ export const WORK_HELP = `  --provider-url URL         the deployment provider (
   --attempt-timeout DUR      cap of one provider attempt (default 8s)
   --max-attempts N           attempts per deployment (default 3)
   --worker-lease DUR         lease on an operation, renewed while working (default 5s)
-  --worker-poll DUR          wait between polls when idle (default 200ms)`;
+  --worker-poll DUR          wait between polls when idle (default 200ms)
+  --outbox-max-attempts N    sends of a webhook without a 2xx before it becomes a dead letter
+                             (default ${DEFAULT_OUTBOX_MAX_ATTEMPTS}; see idem ops dead-letters)`;
 
 export interface WorkSettings {
   providerUrl: string | undefined;
@@ -29,6 +33,7 @@ export interface WorkSettings {
   policy: RetryPolicy;
   leaseMs: number;
   pollIntervalMs: number;
+  outboxMaxAttempts: number;
 }
 
 export function workSettings(values: {
@@ -39,6 +44,7 @@ export function workSettings(values: {
   'max-attempts': string;
   'worker-lease': string;
   'worker-poll': string;
+  'outbox-max-attempts': string;
 }): WorkSettings {
   const mode = values['provider-mode'];
   if (mode !== 'key' && mode !== 'reference' && mode !== 'none') {
@@ -58,5 +64,6 @@ export function workSettings(values: {
     },
     leaseMs: durationOption('--worker-lease', values['worker-lease'], 3_600_000),
     pollIntervalMs: durationOption('--worker-poll', values['worker-poll'], 60_000),
+    outboxMaxAttempts: intOption('--outbox-max-attempts', values['outbox-max-attempts'], 1, 1_000_000),
   };
 }

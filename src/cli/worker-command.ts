@@ -56,6 +56,7 @@ export async function workerCommand(argv: string[]): Promise<void> {
     logger,
     leaseMs: settings.leaseMs,
     pollIntervalMs: settings.pollIntervalMs,
+    outboxMaxAttempts: settings.outboxMaxAttempts,
   });
   logger.info('idem.worker_started', {
     db: databaseSpec(values).label,

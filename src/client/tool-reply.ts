@@ -1,11 +1,14 @@
 /**
  * What a tool call answered, read the same way for Idem servers and for any other MCP server:
  * the `structuredContent` object, or else the first text block parsed as a JSON object, or else
- * the text itself as `{ text }`. Nothing here depends on the SDK's output-schema validation.
+ * the text itself as `{ text }`; beside it, the URIs of any resource links or embedded resources.
+ * Nothing here depends on the SDK's output-schema validation.
  */
 export interface ToolReply {
   readonly isError: boolean;
   readonly content: Record<string, unknown>;
+  /** The URIs of `resource_link` blocks and embedded `resource` blocks, in order (absent when none). */
+  readonly resourceUris?: readonly string[];
 }
 
 /** A coded error as a tool reported it (`error` in Idem's result shape) or as the client saw it. */
@@ -24,7 +27,9 @@ export function readToolReply(result: unknown): ToolReply {
     content?: unknown;
   };
   const isError = raw.isError === true;
-  if (isPlainObject(raw.structuredContent)) return { isError, content: raw.structuredContent };
+  const uris = resourceUris(raw.content);
+  const links = uris.length === 0 ? {} : { resourceUris: uris };
+  if (isPlainObject(raw.structuredContent)) return { isError, content: raw.structuredContent, ...links };
   const texts = Array.isArray(raw.content)
     ? raw.content
         .filter((block): block is { type: 'text'; text: string } => {
@@ -37,12 +42,28 @@ export function readToolReply(result: unknown): ToolReply {
   if (first !== undefined) {
     try {
       const parsed: unknown = JSON.parse(first);
-      if (isPlainObject(parsed)) return { isError, content: parsed };
+      if (isPlainObject(parsed)) return { isError, content: parsed, ...links };
     } catch {
       // not JSON: fall through to plain text
     }
   }
-  return { isError, content: { text: texts.join('\n') } };
+  return { isError, content: { text: texts.join('\n') }, ...links };
+}
+
+function resourceUris(content: unknown): string[] {
+  if (!Array.isArray(content)) return [];
+  return content.flatMap((block: unknown) => {
+    if (!isPlainObject(block)) return [];
+    if (block.type === 'resource_link' && typeof block.uri === 'string') return [block.uri];
+    if (
+      block.type === 'resource' &&
+      isPlainObject(block.resource) &&
+      typeof block.resource.uri === 'string'
+    ) {
+      return [block.resource.uri];
+    }
+    return [];
+  });
 }
 
 /** The coded error in a reply, when it has one in Idem's shape. */

@@ -1,6 +1,8 @@
 import { IdemError } from './errors.js';
-import type { OperationRecord } from './operation-record.js';
-import { assertTransition, type OperationState } from './operation-state.js';
+import type { JsonObject } from './json.js';
+import type { OperationRecord, OperatorChange } from './operation-record.js';
+import { assertTransition, canTransition, type OperationState } from './operation-state.js';
+import { succeededResult } from './success-result.js';
 
 /** The new values of an operation's mutable fields; absent keys keep their current value. */
 export type RecordChange = Partial<Omit<OperationRecord, 'operationId' | 'identity'>> & {
@@ -90,32 +92,68 @@ export function cancelChange(current: OperationRecord, now: number): RecordChang
   return { status: 'cancel_requested', cancelRequestedAt: now, updatedAt: now };
 }
 
-/** An operator's settlement of an outcome_unknown operation, recorded with who and when. */
-export function resolutionChange(
-  current: OperationRecord,
-  resolution: {
-    to: 'succeeded' | 'failed';
-    by: string;
-    now: number;
-    resourceId?: string;
-    reason?: string;
-    expiresAt: number;
-  },
-): RecordChange {
-  if (current.status !== 'outcome_unknown') {
-    throw new IdemError(
-      'invalid_argument',
-      `operation ${current.operationId} is ${current.status}; only an outcome_unknown operation can be resolved`,
-    );
+/** An operator's resolution or correction of an operation, as `Store.resolve` receives it. */
+export interface OperatorResolution {
+  readonly to: 'succeeded' | 'failed';
+  readonly by: string;
+  readonly now: number;
+  /** Required for `succeeded`: the resource the operator found at the external system. */
+  readonly resourceId?: string;
+  /**
+   * Business fields of the success, beside status, operation_id and resource_id (a handler's
+   * `successFields`), so that a resolved success has the shape of one the worker recorded.
+   */
+  readonly fields?: JsonObject;
+  /** Required for a correction; for `failed` it becomes part of the stored error. */
+  readonly reason?: string;
+  readonly expiresAt: number;
+  /**
+   * Correct a final `failed` or `cancelled` operation to `succeeded` (the effect was found to
+   * exist). Without it only an `outcome_unknown` operation can be settled.
+   */
+  readonly correct?: boolean;
+}
+
+/**
+ * An operator's settlement of an outcome_unknown operation, or correction of a failed or cancelled
+ * one to succeeded; either is appended to the record's audit (who, when, the state before, why).
+ * Anything else throws `invalid_argument`, and the caller writes nothing.
+ */
+export function resolutionChange(current: OperationRecord, resolution: OperatorResolution): RecordChange {
+  const correct = resolution.correct === true;
+  const refused = (why: string) =>
+    new IdemError('invalid_argument', `operation ${current.operationId} is ${current.status}; ${why}`);
+  if (correct) {
+    if (!canTransition(current.status, resolution.to, 'correction'))
+      throw refused('only a failed or cancelled operation can be corrected, and only to succeeded');
+    if (resolution.reason === undefined || resolution.reason.trim() === '')
+      throw new IdemError('invalid_argument', 'a correction needs a reason');
+  } else if (current.status !== 'outcome_unknown') {
+    const hint =
+      current.status === 'failed' || current.status === 'cancelled'
+        ? '; if its effect exists after all, correct it to succeeded (with a reason)'
+        : '';
+    throw refused(`only an outcome_unknown operation can be resolved${hint}`);
   }
-  assertTransition(current.status, resolution.to, 'operator');
+  assertTransition(current.status, resolution.to, correct ? 'correction' : 'operator');
   const succeeded = resolution.to === 'succeeded';
+  const resourceId = resolution.resourceId ?? '';
+  if (succeeded && resourceId === '')
+    throw new IdemError('invalid_argument', 'settling an operation as succeeded needs its resource id');
+  const change: OperatorChange = {
+    action: correct ? 'correct' : 'resolve',
+    by: resolution.by,
+    at: resolution.now,
+    from: current.status,
+    to: resolution.to,
+    ...(resolution.reason === undefined ? {} : { reason: resolution.reason }),
+    ...(succeeded ? { resourceId } : {}),
+    ...(current.error === undefined ? {} : { previousError: current.error }),
+  };
   return {
     status: resolution.to,
-    resourceId: succeeded ? resolution.resourceId : current.resourceId,
-    result: succeeded
-      ? { status: 'succeeded', operation_id: current.operationId, resource_id: resolution.resourceId ?? null }
-      : current.result,
+    resourceId: succeeded ? resourceId : current.resourceId,
+    result: succeeded ? succeededResult(current.operationId, resourceId, resolution.fields) : current.result,
     error: succeeded
       ? undefined
       : {
@@ -129,5 +167,31 @@ export function resolutionChange(
     resolvedBy: resolution.by,
     resolvedAt: resolution.now,
     updatedAt: resolution.now,
+    audit: [...(current.audit ?? []), change],
   };
+}
+
+/** How a store closes an attempt that its worker left open. */
+export interface AttemptClosure {
+  readonly outcome: string;
+  readonly detail: string;
+}
+
+/**
+ * An attempt still open when another worker claims its operation: its worker stopped (or lost its
+ * lease) before recording how the attempt ended. If it records that later, its own outcome wins.
+ */
+export function interruptedAttempt(claimedBy: string): AttemptClosure {
+  return {
+    outcome: 'interrupted',
+    detail: `interrupted: no outcome recorded; closed when ${claimedBy} claimed`,
+  };
+}
+
+/**
+ * An attempt still open when its operation leaves the active states (its worker records the final
+ * state first, then finishes the attempt, and may die in between): closed with that state.
+ */
+export function closedWithState(state: OperationState): AttemptClosure {
+  return { outcome: state, detail: `closed with the operation's ${state} record` };
 }

@@ -47,9 +47,30 @@ export interface OperationRecord {
   readonly leaseOwner?: string;
   readonly leaseExpiresAt?: number;
   readonly cancelRequestedAt?: number;
-  /** Set when an operator settled an outcome_unknown operation. */
+  /** Set when an operator settled or corrected the operation: the latest of `audit`. */
   readonly resolvedBy?: string;
   readonly resolvedAt?: number;
+  /** Every operator change of the operation, oldest first; absent when there was none. */
+  readonly audit?: readonly OperatorChange[];
+}
+
+/**
+ * One operator change, kept with the record for as long as the record: who, when, the state before
+ * and after, and why. `resolve` settled an `outcome_unknown`; `correct` changed a final `failed` or
+ * `cancelled` to `succeeded` once the effect was found to exist.
+ */
+export interface OperatorChange {
+  readonly action: 'resolve' | 'correct';
+  readonly by: string;
+  /** Epoch ms. */
+  readonly at: number;
+  readonly from: OperationState;
+  readonly to: OperationState;
+  readonly reason?: string;
+  /** For `to: 'succeeded'`: the resource the operator found. */
+  readonly resourceId?: string;
+  /** The stored error the change replaced, if any. */
+  readonly previousError?: OperationError;
 }
 
 /** One execution attempt of an operation. */
@@ -75,4 +96,8 @@ export interface OutboxMessage {
   readonly createdAt: number;
   readonly attempts: number;
   readonly dispatchedAt?: number;
+  /** Why the last send failed (short, body-free). */
+  readonly lastError?: string;
+  /** Epoch ms: when the message became a dead letter (no more sends until re-queued). */
+  readonly deadAt?: number;
 }

@@ -48,6 +48,11 @@ interface ToolDefinition<Input extends ToolInput> {
   readonly inputSchema: Input;
   /** How long a receipt replays. Default 24 hours. */
   readonly retentionMs?: number;
+  /**
+   * How long an expired key stays refused (the tombstone window your sweeper keeps), stated in the
+   * description; omitted, it says "the server's tombstone retention".
+   */
+  readonly tombstoneRetentionMs?: number;
 }
 
 export interface IdempotentToolConfig<App, Input extends ToolInput> extends ToolDefinition<Input> {
@@ -109,7 +114,7 @@ function mutatingTool<App, Input extends ToolInput>(
   return {
     name: config.name,
     ...(config.title === undefined ? {} : { title: config.title }),
-    description: `${config.description}\n\n${idempotencyInstructions(retentionMs)}`,
+    description: `${config.description}\n\n${idempotencyInstructions(retentionMs, 'get_operation', config.tombstoneRetentionMs)}`,
     inputSchema: advertisedSchema(strict),
     argumentsSchema: strict,
     outputSchema: idemResultSchema,

@@ -1,3 +1,4 @@
+import type { JsonObject } from '../core/json.js';
 import type { OperationRecord } from '../core/operation-record.js';
 import type {
   DispatchOutcome,
@@ -46,7 +47,7 @@ export class DeploymentHandler implements DurableHandler {
         return {
           kind: 'created',
           resourceId: outcome.deploymentId,
-          fields: { deployment_id: outcome.deploymentId, service: request.service, version: request.version },
+          fields: deploymentFields(operation, outcome.deploymentId),
           replayed: outcome.replayed,
         };
       case 'rejected':
@@ -82,6 +83,11 @@ export class DeploymentHandler implements DurableHandler {
     };
   }
 
+  /** `{ deployment_id, service, version }`, as a dispatched deployment's result has them. */
+  successFields(operation: OperationRecord, resourceId: string): JsonObject {
+    return deploymentFields(operation, resourceId);
+  }
+
   nextAction(operation: OperationRecord, context: UnknownOutcomeContext): string {
     const request = deploymentArgs(operation);
     const what =
@@ -101,6 +107,15 @@ export class DeploymentHandler implements DurableHandler {
       `with a new idempotency_key before that: it could deploy twice.`
     );
   }
+}
+
+/**
+ * The business fields of a deployment's success: `deployment_id` (the resource id) and the `service`
+ * and `version` of the operation's args. Whether the worker or an operator established the success.
+ */
+export function deploymentFields(operation: OperationRecord, deploymentId: string): JsonObject {
+  const request = deploymentArgs(operation);
+  return { deployment_id: deploymentId, service: request?.service ?? '', version: request?.version ?? '' };
 }
 
 /** `{ service, version }` from the record's args, or undefined when they are not two strings. */

@@ -94,4 +94,11 @@ export interface DurableHandler {
   reconcile(operation: OperationRecord, context: HandlerCallContext): Promise<ReconcileOutcome>;
   /** One sentence for `outcome_unknown`: what to check at the external system to settle it. */
   nextAction(operation: OperationRecord, context: UnknownOutcomeContext): string;
+  /**
+   * The business fields of a success known only by its resource id (an operator found the effect
+   * and resolves or corrects the operation), from the operation's own args: the same fields that
+   * `dispatch` puts in `Applied.fields`, so every success of this operation has one shape. Absent:
+   * such a success carries status, operation_id and resource_id only.
+   */
+  successFields?(operation: OperationRecord, resourceId: string): JsonObject;
 }

@@ -8,7 +8,13 @@ export {
   type RecoveryMode,
   type UnknownOutcomeContext,
 } from './durable-handler.js';
-export { DeploymentHandler, deploymentArgs, type DeploymentHandlerOptions } from './deployment-handler.js';
+export {
+  DeploymentHandler,
+  deploymentArgs,
+  deploymentFields,
+  type DeploymentHandlerOptions,
+} from './deployment-handler.js';
+export { resolveOperation, type SuccessFieldsByOperation } from './operation-resolver.js';
 export {
   DeploymentProviderClient,
   parseRetryAfter,
@@ -29,6 +35,10 @@ export {
   type Budget,
   type StopReason,
 } from './operation-budget.js';
-export { OutboxDispatcher, type OutboxDispatcherOptions } from './outbox-dispatcher.js';
+export {
+  DEFAULT_OUTBOX_MAX_ATTEMPTS,
+  OutboxDispatcher,
+  type OutboxDispatcherOptions,
+} from './outbox-dispatcher.js';
 export { LeaseKeeper, type LeaseKeeperOptions } from './lease-keeper.js';
 export { PollingLoop } from './polling-loop.js';

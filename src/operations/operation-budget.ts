@@ -1,6 +1,7 @@
 import type { JsonObject } from '../core/json.js';
 import type { OperationRecord } from '../core/operation-record.js';
 import type { RetryPlan, RetryPolicy } from '../core/retry-policy.js';
+import { succeededResult } from '../core/success-result.js';
 import type { Applied } from './durable-handler.js';
 
 export interface Budget {
@@ -43,16 +44,7 @@ export function stopMessage(reason: StopReason, attempts: number, lastReason: st
   return `${what} after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${lastReason}`;
 }
 
-const RESERVED = new Set(['status', 'operation_id', 'resource_id', 'replayed']);
-
 /** The stored result of a succeeded durable operation, as every replay will return it. */
 export function successResult(operation: OperationRecord, applied: Applied): JsonObject {
-  const fields: JsonObject = {};
-  for (const [name, value] of Object.entries(applied.fields)) if (!RESERVED.has(name)) fields[name] = value;
-  return {
-    status: 'succeeded',
-    operation_id: operation.operationId,
-    resource_id: applied.resourceId,
-    ...fields,
-  };
+  return succeededResult(operation.operationId, applied.resourceId, applied.fields);
 }

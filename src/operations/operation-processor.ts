@@ -245,8 +245,9 @@ export class OperationProcessor {
     const landing = handler.landingMs ?? this.#o.policy.attemptTimeoutMs;
     let latest = 0;
     for (const attempt of attempts) {
-      const abandoned = Math.max(attempt.endedAt ?? 0, attempt.startedAt + this.#o.policy.attemptTimeoutMs);
-      latest = Math.max(latest, abandoned + landing);
+      // The client gives a request up by its start + the attempt timeout at the latest (an attempt
+      // closed later, e.g. an interrupted one repaired at takeover, was not sending any longer).
+      latest = Math.max(latest, attempt.startedAt + this.#o.policy.attemptTimeoutMs + landing);
     }
     return Math.max(0, latest - this.#o.clock.now());
   }

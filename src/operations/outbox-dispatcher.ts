@@ -8,6 +8,13 @@ import type { Store } from '../store/store.js';
 import { PollingLoop } from './polling-loop.js';
 import { networkReason } from './provider-client.js';
 
+/**
+ * Sends without a 2xx after which a message becomes a dead letter. With the default backoff (full
+ * jitter, 200 ms doubling to a 30 s cap) 20 sends span about 3 minutes of failures, at most about 6:
+ * a receiver that is down for longer needs an operator (`idem ops requeue`) or a higher limit.
+ */
+export const DEFAULT_OUTBOX_MAX_ATTEMPTS = 20;
+
 export interface OutboxDispatcherOptions<App = unknown> {
   readonly store: Store<App>;
   readonly clock?: Clock;
@@ -25,6 +32,11 @@ export interface OutboxDispatcherOptions<App = unknown> {
   /** Backoff: full jitter, ceiling `baseDelayMs * 2^(attempts - 1)` up to `maxDelayMs`. */
   readonly baseDelayMs?: number;
   readonly maxDelayMs?: number;
+  /**
+   * Sends (claims, a crashed sender's included) after which a message that still got no 2xx becomes
+   * a dead letter instead of being retried. Default `DEFAULT_OUTBOX_MAX_ATTEMPTS` (20).
+   */
+  readonly maxAttempts?: number;
   /** Default `store.faults`. */
   readonly faults?: FaultPoints;
   /** In [0, 1). Default `Math.random`. */
@@ -37,8 +49,9 @@ export interface OutboxDispatcherOptions<App = unknown> {
  * deduplication: a message is marked done only after a 2xx, so a crash between the send and
  * `completeOutbox` (fault point `outbox_after_send`) sends it again, with the same key, once its
  * lease expires. Any other outcome (non-2xx, timeout, network error) is retried after a full-jitter
- * backoff; there is no dead-letter state in the Store port, so a message a receiver always refuses is
- * retried every `maxDelayMs` or so, and logged each time. Messages of one batch are sent
+ * backoff, until the message has been sent `maxAttempts` times: then it becomes a dead letter
+ * (`outbox.dead_lettered`, logged as an error), kept and never sent again until an operator
+ * re-queues it (`Store.requeueOutbox`, `idem ops requeue`). Messages of one batch are sent
  * concurrently. Logs carry the message id, destination host, status and attempts, never the payload.
  * This loop is separate from the Worker's so that a slow provider never delays notifications.
  */
@@ -52,6 +65,7 @@ export class OutboxDispatcher<App = unknown> {
   readonly #sendTimeoutMs: number;
   readonly #baseDelayMs: number;
   readonly #maxDelayMs: number;
+  readonly #maxAttempts: number;
   readonly #faults: FaultPoints;
   readonly #random: () => number;
   readonly #loop: PollingLoop;
@@ -66,6 +80,9 @@ export class OutboxDispatcher<App = unknown> {
     this.#sendTimeoutMs = Math.max(1, Math.min(options.sendTimeoutMs ?? 5000, Math.floor(this.#leaseMs / 2)));
     this.#baseDelayMs = options.baseDelayMs ?? 200;
     this.#maxDelayMs = options.maxDelayMs ?? 30_000;
+    this.#maxAttempts = options.maxAttempts ?? DEFAULT_OUTBOX_MAX_ATTEMPTS;
+    if (!(Number.isInteger(this.#maxAttempts) && this.#maxAttempts >= 1))
+      throw new RangeError('maxAttempts must be an integer of at least 1');
     this.#faults = options.faults ?? options.store.faults;
     this.#random = options.random ?? Math.random;
     this.#loop = new PollingLoop({
@@ -117,6 +134,11 @@ export class OutboxDispatcher<App = unknown> {
       this.#faults.hit('outbox_after_send');
       await this.#store.completeOutbox(message.id, this.workerId, this.#clock.now());
       this.#logger.info('outbox.delivered', fields);
+      return;
+    }
+    if (message.attempts >= this.#maxAttempts) {
+      await this.#store.deadLetterOutbox(message.id, this.workerId, this.#clock.now(), failure);
+      this.#logger.error('outbox.dead_lettered', { ...fields, outcome: failure });
       return;
     }
     const delayMs = this.backoff(message.attempts);

@@ -30,7 +30,7 @@ Options:
   --faults               serve /_faults (GET lists, POST arms, DELETE clears injected faults)
   -h, --help             show this help
 
-Durations: 500ms, 30s, 15m, 24h. Logs are JSON lines on stderr; the "provider.listening" event
+Durations take a unit: 500ms, 5s, 2m, 24h. Logs are JSON lines on stderr; the "provider.listening" event
 carries the URL. Nothing is printed on stdout.`;
 
 export async function providerCommand(argv: string[]): Promise<void> {

@@ -19,6 +19,8 @@ export interface BackgroundWorkOptions {
   logger: Logger;
   leaseMs?: number;
   pollIntervalMs?: number;
+  /** Sends of an outbox message before it becomes a dead letter (the dispatcher's default if unset). */
+  outboxMaxAttempts?: number;
 }
 
 /**
@@ -45,7 +47,10 @@ export function startBackgroundWork(options: BackgroundWorkOptions): () => Promi
     policy: options.policy,
     retentionMs: options.retentionMs,
   });
-  const outbox = new OutboxDispatcher(common);
+  const outbox = new OutboxDispatcher({
+    ...common,
+    ...(options.outboxMaxAttempts === undefined ? {} : { maxAttempts: options.outboxMaxAttempts }),
+  });
   worker.start();
   outbox.start();
   return async () => {

@@ -23,6 +23,8 @@ export interface ReferenceToolsOptions<App> {
   notes: NotesRepository<App>;
   clock: Clock;
   retentionMs: number;
+  /** How long the sweeper keeps tombstones: stated in the mutating tools' descriptions. */
+  tombstoneTtlMs?: number;
   /** Where create_note's `notify: true` posts its webhook (through the outbox). */
   webhookUrl?: string;
   /** The worker's policy for start_deployment (total deadline, attempts, backoff). */
@@ -55,6 +57,7 @@ export function referenceTools<App>(options: ReferenceToolsOptions<App>): IdemTo
       notify: z.boolean().default(false).describe('Send a webhook about the new note (default false).'),
     },
     retentionMs: options.retentionMs,
+    ...(options.tombstoneTtlMs === undefined ? {} : { tombstoneRetentionMs: options.tombstoneTtlMs }),
     // Synchronous on SQLite (the whole transaction runs in one tick), awaited on PostgreSQL.
     effect: (app, args, context) => {
       if (args.notify && options.webhookUrl === undefined) {
@@ -86,6 +89,7 @@ export function referenceTools<App>(options: ReferenceToolsOptions<App>): IdemTo
       version: z.string().min(1).max(100).describe('The version to deploy.'),
     },
     retentionMs: options.retentionMs,
+    ...(options.tombstoneTtlMs === undefined ? {} : { tombstoneRetentionMs: options.tombstoneTtlMs }),
     ...(options.deploymentPolicy === undefined ? {} : { policy: options.deploymentPolicy }),
   });
 
@@ -177,7 +181,10 @@ const operationShape = {
  * The tools are built here, once.
  */
 export function referenceServerFactory<App>(
-  app: Pick<ServerApp, 'registry' | 'retentionMs' | 'clock' | 'deploymentPolicy' | 'providerUrl'>,
+  app: Pick<
+    ServerApp,
+    'registry' | 'retentionMs' | 'tombstoneTtlMs' | 'clock' | 'deploymentPolicy' | 'providerUrl'
+  >,
   executor: Executor<App>,
   notes: NotesRepository<App>,
 ): () => McpServer {
@@ -185,6 +192,7 @@ export function referenceServerFactory<App>(
     executor,
     notes,
     retentionMs: app.retentionMs,
+    tombstoneTtlMs: app.tombstoneTtlMs,
     clock: app.clock,
     deploymentPolicy: app.deploymentPolicy,
     ...(app.providerUrl === undefined ? {} : { webhookUrl: new URL('/webhooks', app.providerUrl).href }),

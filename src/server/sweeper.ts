@@ -9,13 +9,15 @@ export interface SweeperOptions {
   /** Most share of a sweep's time spent in batches (SweepOptions.maxDuty); the store's default if unset. */
   maxDuty?: number;
   tombstoneTtlMs: number;
+  /** Delivered outbox messages older than this are deleted (the receipts' retention); kept if unset. */
+  outboxRetentionMs?: number;
   clock: Clock;
   logger: Logger;
 }
 
 /**
- * Periodically turns expired receipts into tombstones and deletes expired tombstones, in small
- * batches (one short transaction each). Returns a function that stops it. The timer never keeps the
+ * Periodically turns expired receipts into tombstones, deletes expired tombstones and delivered
+ * outbox messages past `outboxRetentionMs`, in small batches (one short transaction each). Returns a function that stops it. The timer never keeps the
  * process alive.
  */
 export function startSweeper(store: Store<unknown>, options: SweeperOptions): () => Promise<void> {
@@ -30,13 +32,15 @@ export function startSweeper(store: Store<unknown>, options: SweeperOptions): ()
         tombstoneTtlMs: options.tombstoneTtlMs,
         batchSize: options.batchSize,
         ...(options.maxDuty === undefined ? {} : { maxDuty: options.maxDuty }),
+        ...(options.outboxRetentionMs === undefined ? {} : { outboxRetentionMs: options.outboxRetentionMs }),
         signal: controller.signal,
       })
       .then((result) => {
-        if (result.tombstoned + result.tombstonesDeleted > 0) {
+        if (result.tombstoned + result.tombstonesDeleted + result.outboxDeleted > 0) {
           options.logger.info('idem.sweep', {
             tombstoned: result.tombstoned,
             tombstones_deleted: result.tombstonesDeleted,
+            outbox_deleted: result.outboxDeleted,
             batches: result.batches,
             duration_ms: Math.round(options.clock.monotonic() - started),
           });

@@ -9,6 +9,7 @@ import type {
   OutboxMessage,
 } from '../core/operation-record.js';
 import type { OperationState } from '../core/operation-state.js';
+import type { OperatorResolution } from '../core/operation-changes.js';
 import type { Existing } from '../core/receipt.js';
 
 export interface SignalOption {
@@ -85,11 +86,19 @@ export interface SweepOptions extends SignalOption {
   readonly maxDuty?: number;
   /** Stop after this many batches (default: until nothing is left). */
   readonly maxBatches?: number;
+  /**
+   * Delete outbox messages delivered at least this long ago, ms (the receipts' retention, so that a
+   * message outlives the record that produced it). Unset: delivered messages are kept. Dead letters
+   * and undelivered messages are never swept.
+   */
+  readonly outboxRetentionMs?: number;
 }
 
 export interface SweepResult {
   readonly tombstoned: number;
   readonly tombstonesDeleted: number;
+  /** Delivered outbox messages deleted (0 unless `outboxRetentionMs` was given). */
+  readonly outboxDeleted: number;
   readonly batches: number;
 }
 
@@ -142,13 +151,12 @@ export interface AttemptEnd extends SignalOption {
   readonly detail?: string;
 }
 
-export interface Resolution extends SignalOption {
-  readonly to: 'succeeded' | 'failed';
-  readonly by: string;
-  readonly now: number;
-  readonly resourceId?: string;
-  readonly reason?: string;
-  readonly expiresAt: number;
+/** An operator's resolution of an outcome_unknown operation, or correction of a failed or cancelled one. */
+export interface Resolution extends OperatorResolution, SignalOption {}
+
+export interface DeadLetterListOptions extends SignalOption {
+  /** Default 100. */
+  readonly limit?: number;
 }
 
 /**
@@ -174,19 +182,32 @@ export interface Resolution extends SignalOption {
  * Durable operations (a worker carries them from `accepted` to a final state):
  * - `claimDue` MUST atomically give at most one worker a lease on an operation that is `accepted`,
  *   `running` or `cancel_requested`, whose lease is absent or expired and whose backoff has passed.
+ *   In the same transaction it MUST close every attempt of that operation still open (the previous
+ *   holder stopped before recording its outcome): `endedAt` now, outcome `interrupted`.
  * - `transition`, `startAttempt`, `renewLease` MUST apply only while `workerId` holds an unexpired
  *   lease and the state is one of `from`; otherwise they change nothing and return undefined/false.
- *   Every state change MUST be legal per `core/operation-state.ts`.
+ *   Every state change MUST be legal per `core/operation-state.ts`. A `transition` to a state that
+ *   is not active (final, or `outcome_unknown`) MUST close, in the same transaction, every attempt
+ *   of the operation still open, with the new state as its outcome; so no attempt stays open when a
+ *   worker dies between the final record and `finishAttempt`, which may still add its own outcome
+ *   and detail afterwards.
  * - `startAttempt` MUST, in one transaction, move the operation to `running` (a `cancel_requested`
  *   one stays so), count the attempt, set `dispatched` and record the attempt row, BEFORE the caller
  *   contacts the provider.
  * - `requestCancel` MUST move `accepted`/`running` to `cancel_requested` and leave any other state
- *   unchanged; `resolve` MUST only settle `outcome_unknown`, recording who and when.
+ *   unchanged; `resolve` MUST only settle `outcome_unknown` or, with `correct`, change `failed` or
+ *   `cancelled` to `succeeded` (`core/operation-changes.ts` resolutionChange), reading and writing
+ *   the record in one transaction that holds its row, and appending who, when, the state before
+ *   and why to its audit.
  *
  * Outbox:
  * - Messages enqueued in an effect MUST commit or roll back with it. `claimOutbox` MUST lease each
  *   message to one dispatcher at a time; a message whose sender crashed is sent again after the lease
- *   expires, with the same `dedupKey`.
+ *   expires, with the same `dedupKey`. It MUST NOT claim a delivered message or a dead letter.
+ * - `completeOutbox`, `retryOutbox` and `deadLetterOutbox` MUST apply only while `workerId` is the
+ *   message's lease owner (otherwise they change nothing); `deadLetterOutbox` only to a message
+ *   neither delivered nor dead. `requeueOutbox` MUST apply only to a dead letter: it becomes due at
+ *   `now` with its attempts counted from 0 again.
  *
  * Driver errors MUST be translated into IdemError inside the adapter: `busy` for lock waits,
  * `unavailable` when the storage cannot take the call (full disk, read-only, I/O error, refused or
@@ -228,6 +249,18 @@ export interface Store<App> {
     error: string,
     options?: SignalOption,
   ): Promise<void>;
+  /** Gives up on a message its holder could not deliver: a dead letter, never claimed until re-queued. */
+  deadLetterOutbox(
+    id: number,
+    workerId: string,
+    now: number,
+    error: string,
+    options?: SignalOption,
+  ): Promise<void>;
+  /** Dead letters, oldest first. */
+  listDeadLetters(options?: DeadLetterListOptions): Promise<OutboxMessage[]>;
+  /** Makes a dead letter due again; the re-queued message, or undefined if `id` is not a dead letter. */
+  requeueOutbox(id: number, now: number, options?: SignalOption): Promise<OutboxMessage | undefined>;
 
   close(): Promise<void>;
 }

@@ -47,7 +47,7 @@ describe('openSqlite', () => {
 
     const db = openSqlite(file);
     const store = new SqliteStore(db);
-    expect(db.pragma('user_version', { simple: true })).toBe(2);
+    expect(db.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
     expect(
       db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'idem_operations_created_at'").get(),
     ).toEqual({ n: 0 });

@@ -274,12 +274,18 @@ describe('idem sweep', () => {
     const counts = JSON.parse(run.stdout) as {
       tombstoned: number;
       tombstones_deleted: number;
+      outbox_deleted: number;
       batches: number;
     };
-    expect(counts).toEqual({ tombstoned: 2, tombstones_deleted: 0, batches: 1 });
+    expect(counts).toEqual({ tombstoned: 2, tombstones_deleted: 0, outbox_deleted: 0, batches: 1 });
 
     const again = await idem(['sweep', '--db', dbPath]);
-    expect(JSON.parse(again.stdout)).toEqual({ tombstoned: 0, tombstones_deleted: 0, batches: 0 });
+    expect(JSON.parse(again.stdout)).toEqual({
+      tombstoned: 0,
+      tombstones_deleted: 0,
+      outbox_deleted: 0,
+      batches: 0,
+    });
 
     const list = await idem(['ops', 'list', '--db', dbPath]);
     expect(list.stdout).not.toContain(expired?.operation_id);
@@ -309,7 +315,12 @@ describe('idem sweep', () => {
     await createNotes(dbPath, ['duty-1', 'duty-2', 'duty-3'], { retentionMs: 1, clock });
     const run = await idem(['sweep', '--db', dbPath, '--max-duty', '1', '--batch-size', '1']);
     expect(run.code).toBe(0);
-    expect(JSON.parse(run.stdout)).toEqual({ tombstoned: 3, tombstones_deleted: 0, batches: 3 });
+    expect(JSON.parse(run.stdout)).toEqual({
+      tombstoned: 3,
+      tombstones_deleted: 0,
+      outbox_deleted: 0,
+      batches: 3,
+    });
     for (const bad of ['0', '1.5', '-0.5', 'half']) {
       const refused = await idem(['sweep', '--db', dbPath, `--max-duty=${bad}`]);
       expect(refused.code).toBe(2);

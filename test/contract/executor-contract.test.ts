@@ -352,6 +352,7 @@ for (const factory of storeFactories) {
         expect(await t.store.sweep({ now: clock.now(), tombstoneTtlMs, batchSize: 10 })).toEqual({
           tombstoned: 0,
           tombstonesDeleted: 0,
+          outboxDeleted: 0,
           batches: 0,
         });
         expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
@@ -429,7 +430,7 @@ for (const factory of storeFactories) {
         clock.advance(HOUR);
         // On the fake clock no time passes inside a batch: every batch takes the whole batchSize.
         const fast = await t.store.sweep({ now: clock.now(), tombstoneTtlMs: DAY, batchSize: 10 });
-        expect(fast).toEqual({ tombstoned: 25, tombstonesDeleted: 0, batches: 3 });
+        expect(fast).toEqual({ tombstoned: 25, tombstonesDeleted: 0, outboxDeleted: 0, batches: 3 });
 
         const slowClock = new FakeClock();
         let ticks = 0;
@@ -453,7 +454,7 @@ for (const factory of storeFactories) {
         // SQLite (a batch holds the single write lock): 10, 5, 3, 2, then single rows: over budget,
         // each batch is half the last. PostgreSQL (a batch locks only its own rows): always 10.
         const batches = factory.name === 'sqlite' ? 9 : 3;
-        expect(halved).toEqual({ tombstoned: 25, tombstonesDeleted: 0, batches });
+        expect(halved).toEqual({ tombstoned: 25, tombstonesDeleted: 0, outboxDeleted: 0, batches });
         expect(await counts(slow)).toEqual({ notes: 25, receipts: 0, tombstones: 25 });
       });
 
@@ -518,7 +519,7 @@ for (const factory of storeFactories) {
           batchSize: 10,
           maxBatches: 1,
         });
-        expect(partial).toEqual({ tombstoned: 10, tombstonesDeleted: 0, batches: 1 });
+        expect(partial).toEqual({ tombstoned: 10, tombstonesDeleted: 0, outboxDeleted: 0, batches: 1 });
         expect(await counts(t)).toEqual({ notes: 16, receipts: 6, tombstones: 10 });
 
         const rest = await t.store.sweep({ now: clock.now(), tombstoneTtlMs: DAY, batchSize: 10 });

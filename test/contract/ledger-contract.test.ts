@@ -656,6 +656,108 @@ for (const factory of storeFactories) {
       });
     });
 
+    describe('open attempts are closed', () => {
+      it('claimDue closes an attempt the previous lease holder left open: interrupted, ended at the claim', async () => {
+        const l = await open();
+        const op = await running(l, 'deploy-1', 'w1');
+        l.clock.advance(LEASE_MS);
+        const now = l.clock.now();
+        await claimOp(l, op.operationId, 'w2');
+        const [attempt, ...more] = await l.store.listAttempts(op.operationId);
+        expect(more).toEqual([]);
+        expect(attempt).toEqual({
+          attemptId: 'att-deploy-1-1',
+          operationId: op.operationId,
+          number: 1,
+          workerId: 'w1',
+          startedAt: now - LEASE_MS,
+          endedAt: now,
+          outcome: 'interrupted',
+          detail: expect.stringContaining('w2'),
+        });
+        // Its worker may still record what it learned; that wins.
+        await l.store.finishAttempt('att-deploy-1-1', {
+          endedAt: now + 1,
+          outcome: 'ambiguous',
+          detail: 'ambiguous: timeout',
+        });
+        expect((await l.store.listAttempts(op.operationId))[0]).toMatchObject({
+          endedAt: now + 1,
+          outcome: 'ambiguous',
+          detail: 'ambiguous: timeout',
+        });
+      });
+
+      it('claimDue leaves finished attempts, and other operations, alone', async () => {
+        const l = await open();
+        const op = await running(l, 'deploy-1', 'w1');
+        await l.store.finishAttempt('att-deploy-1-1', {
+          endedAt: l.clock.now(),
+          outcome: 'retryable_failure',
+          detail: 'throttled (HTTP 503)',
+        });
+        await transition(l, op, 'w1', 'running', { nextAttemptAt: l.clock.now() + 100, releaseLease: true });
+        const finished = await l.store.listAttempts(op.operationId);
+        const other = await accept(l, 'deploy-2');
+        await claimOp(l, other.operationId, 'w2');
+        const open2 = defined(
+          await l.store.startAttempt(other.operationId, {
+            workerId: 'w2',
+            attemptId: 'att-deploy-2-1',
+            now: l.clock.now(),
+            from: ['accepted'],
+          }),
+          'startAttempt',
+        );
+        l.clock.advance(100);
+        await claimOp(l, op.operationId, 'w3');
+        expect(await l.store.listAttempts(op.operationId)).toEqual(finished);
+        const [second] = await l.store.listAttempts(open2.operationId);
+        expect(second?.endedAt).toBeUndefined();
+      });
+
+      for (const state of FINAL) {
+        it(`a transition to ${state} closes the open attempt in the same write`, async () => {
+          const l = await open();
+          const op = await running(l, `deploy-${state}-open`, 'w1');
+          l.clock.advance(300);
+          const patch: OperationPatch =
+            state === 'succeeded'
+              ? { resourceId: 'dep-1', result: { status: 'succeeded' }, expiresAt: l.clock.now() + DAY }
+              : state === 'outcome_unknown'
+                ? { error: AMBIGUOUS }
+                : state === 'failed'
+                  ? {
+                      error: { code: 'internal', message: 'deadline exhausted' },
+                      expiresAt: l.clock.now() + DAY,
+                    }
+                  : { expiresAt: l.clock.now() + DAY };
+          const from: OperationState[] = ['running'];
+          if (state === 'cancelled') {
+            await l.store.requestCancel(op.operationId, l.clock.now());
+            from[0] = 'cancel_requested';
+          }
+          defined(
+            await transition(l, op, 'w1', state, { ...patch, releaseLease: true }, from),
+            `transition to ${state}`,
+          );
+          expect(await l.store.listAttempts(op.operationId)).toEqual([
+            expect.objectContaining({ number: 1, endedAt: l.clock.now(), outcome: state }),
+          ]);
+        });
+      }
+
+      it('a transition that keeps the operation active, or is refused, leaves the attempt open', async () => {
+        const l = await open();
+        const op = await running(l, 'deploy-1', 'w1');
+        expect(await transition(l, op, 'w2', 'failed', { error: AMBIGUOUS })).toBeUndefined();
+        await transition(l, op, 'w1', 'running', { nextAttemptAt: l.clock.now() + 100 });
+        const [attempt] = await l.store.listAttempts(op.operationId);
+        expect(attempt?.endedAt).toBeUndefined();
+        expect(attempt?.outcome).toBeUndefined();
+      });
+    });
+
     describe('transition', () => {
       it('applies a legal move with its patch and returns the new record', async () => {
         const l = await open();
@@ -980,6 +1082,257 @@ for (const factory of storeFactories) {
         }
       });
 
+      it('gives a resolved success the fields it is given, never letting them override status or ids', async () => {
+        const l = await open();
+        const op = await finalOp(l, 'outcome_unknown');
+        const now = l.clock.now();
+        const resolved = defined(
+          await l.store.resolve(op.operationId, {
+            to: 'succeeded',
+            by: 'oncall',
+            now,
+            resourceId: 'dep-found',
+            fields: { deployment_id: 'dep-found', service: 'api', version: '1.4.2', status: 'forged' },
+            expiresAt: now + DAY,
+          }),
+          'resolve',
+        );
+        expect(resolved.result).toEqual({
+          status: 'succeeded',
+          operation_id: op.operationId,
+          resource_id: 'dep-found',
+          deployment_id: 'dep-found',
+          service: 'api',
+          version: '1.4.2',
+        });
+        expect(resolved.audit).toEqual([
+          {
+            action: 'resolve',
+            by: 'oncall',
+            at: now,
+            from: 'outcome_unknown',
+            to: 'succeeded',
+            resourceId: 'dep-found',
+            previousError: AMBIGUOUS,
+          },
+        ]);
+      });
+
+      it('refuses to settle as succeeded without a resource id, changing nothing', async () => {
+        const l = await open();
+        const op = await finalOp(l, 'outcome_unknown');
+        await expect(
+          l.store.resolve(op.operationId, {
+            to: 'succeeded',
+            by: 'oncall',
+            now: l.clock.now(),
+            expiresAt: l.clock.now() + DAY,
+          }),
+        ).rejects.toMatchObject({ code: 'invalid_argument' });
+        expect(await get(l, op.operationId)).toEqual(op);
+      });
+
+      for (const state of ['failed', 'cancelled'] as const) {
+        it(`corrects ${state} to succeeded with correct: true, recording who, when, the state before and why`, async () => {
+          const l = await open();
+          const op = await finalOp(l, state);
+          l.clock.advance(2 * HOUR);
+          const now = l.clock.now();
+          const corrected = defined(
+            await l.store.resolve(op.operationId, {
+              to: 'succeeded',
+              correct: true,
+              by: 'oncall@example.com',
+              now,
+              resourceId: 'dep-found',
+              fields: { deployment_id: 'dep-found', service: 'api', version: '1.4.2' },
+              reason: 'the provider lists dep-found with our key',
+              expiresAt: now + DAY,
+            }),
+            'correction',
+          );
+          expect(corrected).toMatchObject({
+            status: 'succeeded',
+            resourceId: 'dep-found',
+            result: {
+              status: 'succeeded',
+              operation_id: op.operationId,
+              resource_id: 'dep-found',
+              deployment_id: 'dep-found',
+              service: 'api',
+              version: '1.4.2',
+            },
+            resolvedBy: 'oncall@example.com',
+            resolvedAt: now,
+            updatedAt: now,
+            expiresAt: now + DAY,
+            dispatched: false,
+          });
+          expect(corrected.error).toBeUndefined();
+          expect(corrected.audit).toEqual([
+            {
+              action: 'correct',
+              by: 'oncall@example.com',
+              at: now,
+              from: state,
+              to: 'succeeded',
+              reason: 'the provider lists dep-found with our key',
+              resourceId: 'dep-found',
+              ...(op.error === undefined ? {} : { previousError: op.error }),
+            },
+          ]);
+          expect(await get(l, op.operationId)).toEqual(corrected);
+          expect(await l.store.listOperations({ status: 'succeeded' })).toEqual([corrected]);
+
+          // A retry with the same key now replays the corrected result.
+          const replay = succeeded(await callStart(l.executor, { key: `deploy-${state}` }));
+          expect(replay.replayed).toBe(true);
+          expect(replay.result).toEqual(corrected.result);
+        });
+      }
+
+      it('keeps the whole trail: resolved as failed, then corrected to succeeded', async () => {
+        const l = await open();
+        const op = await finalOp(l, 'outcome_unknown');
+        const first = l.clock.now();
+        const failedOnce = defined(
+          await l.store.resolve(op.operationId, {
+            to: 'failed',
+            by: 'alice',
+            now: first,
+            reason: 'not found at the provider',
+            expiresAt: first + DAY,
+          }),
+          'resolve',
+        );
+        l.clock.advance(HOUR);
+        const second = l.clock.now();
+        const corrected = defined(
+          await l.store.resolve(op.operationId, {
+            to: 'succeeded',
+            correct: true,
+            by: 'bob',
+            now: second,
+            resourceId: 'dep-late',
+            reason: 'it was listed under another page',
+            expiresAt: second + DAY,
+          }),
+          'correction',
+        );
+        expect(corrected.audit).toEqual([
+          {
+            action: 'resolve',
+            by: 'alice',
+            at: first,
+            from: 'outcome_unknown',
+            to: 'failed',
+            reason: 'not found at the provider',
+            previousError: AMBIGUOUS,
+          },
+          {
+            action: 'correct',
+            by: 'bob',
+            at: second,
+            from: 'failed',
+            to: 'succeeded',
+            reason: 'it was listed under another page',
+            resourceId: 'dep-late',
+            previousError: failedOnce.error,
+          },
+        ]);
+        expect(corrected).toMatchObject({ resolvedBy: 'bob', resolvedAt: second, status: 'succeeded' });
+        expect(await get(l, op.operationId)).toEqual(corrected);
+      });
+
+      it('refuses what is not a correction of failed or cancelled to succeeded, with a reason; changes nothing', async () => {
+        const l = await open();
+        const done = await finalOp(l, 'succeeded');
+        const unknown = await finalOp(l, 'outcome_unknown');
+        const failure = await finalOp(l, 'failed');
+        const cancelled = await finalOp(l, 'cancelled');
+        const active = await running(l, 'deploy-running');
+        const waiting = await accept(l, 'deploy-accepted');
+        const correction = (to: 'succeeded' | 'failed', reason: string | null = 'found it') => ({
+          to,
+          correct: true,
+          by: 'oncall',
+          now: l.clock.now(),
+          resourceId: 'dep-other',
+          ...(reason === null ? {} : { reason }),
+          expiresAt: l.clock.now() + DAY,
+        });
+        const attempts: Array<[OperationRecord, ReturnType<typeof correction>]> = [
+          // A success is never corrected, to failed or to another success.
+          [done, correction('failed')],
+          [done, correction('succeeded')],
+          // outcome_unknown is resolved, not corrected; active operations are the worker's.
+          [unknown, correction('succeeded')],
+          [await get(l, active.operationId), correction('succeeded')],
+          [waiting, correction('succeeded')],
+          // Only towards succeeded, and only with a reason.
+          [failure, correction('failed')],
+          [cancelled, correction('failed')],
+          [failure, correction('succeeded', null)],
+          [cancelled, correction('succeeded', '  ')],
+        ];
+        for (const [record, request] of attempts) {
+          await expect(
+            l.store.resolve(record.operationId, request),
+            `${record.status} -> ${request.to}`,
+          ).rejects.toMatchObject({ code: 'invalid_argument' });
+          expect(await get(l, record.operationId)).toEqual(record);
+        }
+      });
+
+      it('refuses a plain resolution of failed or cancelled, pointing to a correction', async () => {
+        const l = await open();
+        for (const state of ['failed', 'cancelled'] as const) {
+          const op = await finalOp(l, state);
+          await expect(
+            l.store.resolve(op.operationId, {
+              to: 'succeeded',
+              by: 'oncall',
+              now: l.clock.now(),
+              resourceId: 'dep-x',
+              expiresAt: l.clock.now() + DAY,
+            }),
+          ).rejects.toMatchObject({
+            code: 'invalid_argument',
+            message: expect.stringContaining('correct it to succeeded'),
+          });
+          expect(await get(l, op.operationId)).toEqual(op);
+        }
+      });
+
+      it('applies exactly one of two concurrent corrections on separate connections', async () => {
+        const l = await open();
+        const op = await finalOp(l, 'failed');
+        const other = await factory.create({ clock: l.clock, path: l.t.path });
+        onTestFinished(() => other.close());
+        const correctAs = (store: Store<unknown>, by: string) =>
+          store.resolve(op.operationId, {
+            to: 'succeeded',
+            correct: true,
+            by,
+            now: l.clock.now(),
+            resourceId: `dep-${by}`,
+            reason: `${by} found it`,
+            expiresAt: l.clock.now() + DAY,
+          });
+        const results = await Promise.allSettled([
+          correctAs(l.store, 'alice'),
+          correctAs(other.store, 'bob'),
+        ]);
+        const applied = results.filter((r) => r.status === 'fulfilled');
+        const refused = results.filter((r) => r.status === 'rejected');
+        expect(applied).toHaveLength(1);
+        expect(refused).toHaveLength(1);
+        expect((refused[0] as PromiseRejectedResult).reason).toMatchObject({ code: 'invalid_argument' });
+        const stored = await get(l, op.operationId);
+        expect(stored.audit).toHaveLength(1);
+        expect(stored.resourceId).toBe(`dep-${stored.resolvedBy}`);
+      });
+
       it('answers undefined for an unknown operation', async () => {
         const l = await open();
         expect(
@@ -1009,7 +1362,12 @@ for (const factory of storeFactories) {
         const before = await Promise.all(ids.map((id) => get(l, id)));
 
         l.clock.advance(10 * YEAR);
-        expect(await sweepAt(l)).toEqual({ tombstoned: 0, tombstonesDeleted: 0, batches: 0 });
+        expect(await sweepAt(l)).toEqual({
+          tombstoned: 0,
+          tombstonesDeleted: 0,
+          outboxDeleted: 0,
+          batches: 0,
+        });
         expect(await Promise.all(ids.map((id) => get(l, id)))).toEqual(before);
         expect(await l.t.countTombstones()).toBe(0);
       });

@@ -239,7 +239,7 @@ for (const factory of storeFactories) {
         expect(await claim(b, 'd2')).toEqual([]);
         b.clock.advance(1);
         const again = await claim(b, 'd2');
-        expect(again).toEqual([{ ...message, attempts: 2 }]);
+        expect(again).toEqual([{ ...message, attempts: 2, lastError: 'receiver answered 503' }]);
       });
 
       it('ignores retryOutbox from a dispatcher that does not hold the lease', async () => {
@@ -287,6 +287,145 @@ for (const factory of storeFactories) {
         const keys = batches.flat().map((m) => m.dedupKey);
         expect(keys).toHaveLength(12);
         expect(new Set(keys).size).toBe(12);
+      });
+    });
+
+    describe('dead letters', () => {
+      async function deadLetter(b: Box, key: string, error = 'http_500'): Promise<OutboxMessage> {
+        succeeded(await call(b.t, key, enqueuing(b.t, [intent(key)])));
+        const [message] = await claim(b, 'd1');
+        const id = message?.id ?? -1;
+        await b.t.store.deadLetterOutbox(id, 'd1', b.clock.now(), error);
+        const dead = (await b.t.store.listDeadLetters()).find((m) => m.id === id);
+        if (dead === undefined) throw new Error(`message ${key} is not a dead letter`);
+        return dead;
+      }
+
+      it('a dead letter is never claimed again and is listed with its last error and when', async () => {
+        const b = await open();
+        const now = b.clock.now();
+        const dead = await deadLetter(b, 'note-1', 'http_422');
+        expect(dead).toEqual({
+          id: expect.any(Number),
+          dedupKey: 'note-1',
+          destination: DESTINATION,
+          payload: { dedup: 'note-1' },
+          createdAt: now,
+          attempts: 1,
+          lastError: 'http_422',
+          deadAt: now,
+        });
+        b.clock.advance(YEAR);
+        expect(await claim(b, 'd2')).toEqual([]);
+        expect(await b.t.store.listDeadLetters()).toEqual([dead]);
+      });
+
+      it('ignores deadLetterOutbox from a dispatcher without the lease, and for a delivered message', async () => {
+        const b = await open();
+        succeeded(await call(b.t, 'key-1', enqueuing(b.t, [intent('note-1'), intent('note-2')])));
+        const [first, second] = await claim(b, 'd1');
+        await b.t.store.deadLetterOutbox(first?.id ?? -1, 'd2', b.clock.now(), 'not mine');
+        await b.t.store.completeOutbox(second?.id ?? -1, 'd1', b.clock.now());
+        await b.t.store.deadLetterOutbox(second?.id ?? -1, 'd1', b.clock.now(), 'too late');
+        expect(await b.t.store.listDeadLetters()).toEqual([]);
+        b.clock.advance(LEASE_MS);
+        expect((await claim(b, 'd2')).map((m) => m.id)).toEqual([first?.id]);
+      });
+
+      it('requeueOutbox makes a dead letter due at once with attempts from 0; anything else is left alone', async () => {
+        const b = await open();
+        const dead = await deadLetter(b, 'note-1');
+        succeeded(await call(b.t, 'key-2', enqueuing(b.t, [intent('note-2')])));
+        const [pending] = await claim(b, 'd1');
+
+        b.clock.advance(1000);
+        const requeued = await b.t.store.requeueOutbox(dead.id, b.clock.now());
+        expect(requeued).toEqual({ ...dead, attempts: 0, deadAt: undefined });
+        expect(await b.t.store.listDeadLetters()).toEqual([]);
+        // Not a dead letter (any more): nothing changes.
+        expect(await b.t.store.requeueOutbox(dead.id, b.clock.now())).toBeUndefined();
+        expect(await b.t.store.requeueOutbox(pending?.id ?? -1, b.clock.now())).toBeUndefined();
+        expect(await b.t.store.requeueOutbox(987_654, b.clock.now())).toBeUndefined();
+
+        const again = await claim(b, 'd2');
+        expect(again.map((m) => [m.dedupKey, m.attempts])).toEqual([['note-1', 1]]);
+        await b.t.store.completeOutbox(dead.id, 'd2', b.clock.now());
+        b.clock.advance(YEAR);
+        expect((await claim(b, 'd3')).map((m) => m.dedupKey)).toEqual(['note-2']);
+      });
+
+      it('lists dead letters oldest first, at most limit', async () => {
+        const b = await open();
+        const first = await deadLetter(b, 'note-1');
+        b.clock.advance(10);
+        const second = await deadLetter(b, 'note-2');
+        b.clock.advance(10);
+        const third = await deadLetter(b, 'note-3');
+        expect((await b.t.store.listDeadLetters()).map((m) => m.id)).toEqual([first.id, second.id, third.id]);
+        expect((await b.t.store.listDeadLetters({ limit: 2 })).map((m) => m.id)).toEqual([
+          first.id,
+          second.id,
+        ]);
+      });
+    });
+
+    describe('sweep', () => {
+      const DAY = 24 * 60 * 60 * 1000;
+      const sweep = (b: Box, outboxRetentionMs?: number) =>
+        b.t.store.sweep({
+          now: b.clock.now(),
+          tombstoneTtlMs: YEAR,
+          batchSize: 2,
+          ...(outboxRetentionMs === undefined ? {} : { outboxRetentionMs }),
+        });
+      const stored = async (b: Box) => {
+        b.clock.advance(YEAR);
+        const left = [...(await claim(b, `sweep-${b.clock.now()}`, 100)).map((m) => m.dedupKey)];
+        return left.sort();
+      };
+
+      it('deletes messages delivered more than outboxRetentionMs ago, in batches; never pending ones or dead letters', async () => {
+        const b = await open();
+        const delivered = ['d-1', 'd-2', 'd-3'];
+        succeeded(
+          await call(
+            b.t,
+            'key-1',
+            enqueuing(
+              b.t,
+              [...delivered, 'late', 'pending', 'dead'].map((k) => intent(k)),
+            ),
+          ),
+        );
+        const claimed = await claim(b, 'd1');
+        const byKey = new Map(claimed.map((m) => [m.dedupKey, m.id]));
+        for (const key of delivered)
+          await b.t.store.completeOutbox(byKey.get(key) ?? -1, 'd1', b.clock.now());
+        await b.t.store.deadLetterOutbox(byKey.get('dead') ?? -1, 'd1', b.clock.now(), 'http_500');
+        await b.t.store.retryOutbox(byKey.get('pending') ?? -1, 'd1', b.clock.now(), 'http_503');
+        b.clock.advance(1);
+        await b.t.store.completeOutbox(byKey.get('late') ?? -1, 'd1', b.clock.now());
+
+        b.clock.advance(DAY - 1);
+        const result = await sweep(b, DAY);
+        expect(result).toMatchObject({ outboxDeleted: 3, batches: 2 });
+        expect((await sweep(b, DAY)).outboxDeleted).toBe(0);
+        b.clock.advance(1);
+        expect((await sweep(b, DAY)).outboxDeleted).toBe(1);
+        expect((await b.t.store.listDeadLetters()).map((m) => m.dedupKey)).toEqual(['dead']);
+        expect(await stored(b)).toEqual(['pending']);
+      });
+
+      it('keeps delivered messages when no outboxRetentionMs is given', async () => {
+        const b = await open();
+        succeeded(await call(b.t, 'key-1', enqueuing(b.t, [intent('note-1')])));
+        const [message] = await claim(b, 'd1');
+        await b.t.store.completeOutbox(message?.id ?? -1, 'd1', b.clock.now());
+        b.clock.advance(YEAR);
+        expect((await sweep(b)).outboxDeleted).toBe(0);
+        expect(await b.t.store.requeueOutbox(message?.id ?? -1, b.clock.now())).toBeUndefined();
+        // Still there: a sweep with a retention finds it.
+        expect((await sweep(b, DAY)).outboxDeleted).toBe(1);
       });
     });
   });

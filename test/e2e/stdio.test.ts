@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, cpSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, SdkError, SdkErrorCode, type Transport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -29,8 +28,6 @@ interface StdioSession {
 }
 
 let sessions: StdioSession[] = [];
-/** Process groups started with `detached: true` (npm and the server it runs). */
-let groups: number[] = [];
 
 async function connectStdio(dbPath: string, options: { drop?: boolean } = {}): Promise<StdioSession> {
   const transport = new StdioClientTransport({
@@ -107,14 +104,6 @@ afterEach(async () => {
     }
   }
   sessions = [];
-  for (const pgid of groups) {
-    try {
-      process.kill(-pgid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  groups = [];
   await cleanup();
 });
 
@@ -233,37 +222,5 @@ describe('reference server over stdio', () => {
       isError: true,
       structuredContent: { error: { code: 'invalid_argument' } },
     });
-  });
-
-  it('`npm start -- --stdio` answers initialize with JSON on the first stdout line', async () => {
-    // A private copy of the project (same package.json, .npmrc, sources; node_modules linked), so
-    // that the prestart build does not rewrite the dist/ other test files are running.
-    const project = makeTempDir('idem-npm-start-');
-    for (const file of ['package.json', '.npmrc', 'tsconfig.json', 'tsconfig.build.json']) {
-      copyFileSync(join(REPO_ROOT, file), join(project, file));
-    }
-    cpSync(join(REPO_ROOT, 'src'), join(project, 'src'), { recursive: true });
-    symlinkSync(join(REPO_ROOT, 'node_modules'), join(project, 'node_modules'), 'dir');
-
-    const proc = track(
-      spawn('npm', ['start', '--', '--stdio', '--db', join(project, 'db.sqlite')], {
-        cwd: project,
-        env: cleanEnv(),
-        stdio: ['pipe', 'pipe', 'pipe'],
-        detached: true,
-      }),
-    );
-    // npm runs the server as its child: afterEach ends the whole process group.
-    if (proc.pid !== undefined) groups.push(proc.pid);
-    const collected = readLines(proc, (lines) => lines.length >= 1);
-    proc.stdin?.write(`${JSON.stringify(INITIALIZE)}\n`);
-    const [first] = await collected;
-    proc.stdin?.end();
-    expect(JSON.parse(first ?? '')).toMatchObject({
-      jsonrpc: '2.0',
-      id: 1,
-      result: { serverInfo: { name: 'idem-reference' } },
-    });
-    expect(await waitForExit(proc)).toEqual({ code: 0, signal: null });
   });
 });

@@ -79,7 +79,7 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** The child environment without npm's per-run variables (which would override .npmrc). */
+/** The child environment without npm's per-run variables (a child npm or npx would take them as its config). */
 export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) {

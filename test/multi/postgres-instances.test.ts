@@ -347,12 +347,18 @@ if (postgresAvailable) {
       const resourceIds = finals.map((view) => (view as { sc: { resource_id: string } }).sc.resource_id);
       expect(new Set(resourceIds)).toEqual(new Set(deployments.map((d) => d.deployment_id)));
 
-      // The victim's attempt never ended; the operation still succeeded, once, through another worker.
-      const { rows: attempts } = await admin.query<{ worker_id: string; ended_at: string | null }>(
-        `SELECT worker_id, ended_at FROM ${schema}.idem_attempts WHERE operation_id = $1 ORDER BY number`,
+      // The victim never finished its attempt: the worker that took over closed it. The operation
+      // still succeeded, once, through another worker.
+      const { rows: attempts } = await admin.query<{
+        worker_id: string;
+        ended_at: string | null;
+        outcome: string;
+      }>(
+        `SELECT worker_id, ended_at, outcome FROM ${schema}.idem_attempts WHERE operation_id = $1 ORDER BY number`,
         [inFlight],
       );
-      expect(attempts[0]).toMatchObject({ worker_id: workerId, ended_at: null });
+      expect(attempts[0]).toMatchObject({ worker_id: workerId, outcome: 'interrupted' });
+      expect(attempts[0]?.ended_at).not.toBeNull();
       expect(attempts.length).toBeGreaterThanOrEqual(2);
       for (const server of live) expect(alive(server)).toBe(true);
       console.log(

@@ -4,7 +4,7 @@ import { newAttemptId, newOperationId } from '../../src/core/ids.js';
 import type { OperationIdentity } from '../../src/core/operation-identity.js';
 import type { OutboxIntent } from '../../src/store/store.js';
 import type { SqliteStore } from '../../src/adapters/sqlite/index.js';
-import { OutboxDispatcher } from '../../src/operations/index.js';
+import { DEFAULT_OUTBOX_MAX_ATTEMPTS, OutboxDispatcher } from '../../src/operations/index.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import {
   eventually,
@@ -172,6 +172,58 @@ describe('OutboxDispatcher', () => {
       expect.objectContaining({ outcome: 'connection_refused' }),
     ]);
     expect(await t.dispatcher().runOnce()).toBe(1); // random 0: due again at once
+  });
+
+  it('after maxAttempts sends without a 2xx the message is a dead letter: logged, not sent again until re-queued', async () => {
+    const t = await setup(new FakeClock());
+    const sent = recordRequests();
+    const destination = `${t.provider.url}/webhooks`;
+    await commitWithMessages(t.store, t.clock, [{ destination, dedupKey: 'evt-dead', payload: {} }]);
+    t.provider.faults.arm({ kind: 'status', status: 500, route: 'webhook', times: 3 });
+    const dispatcher = t.dispatcher({ maxAttempts: 3 });
+    for (let i = 0; i < 3; i += 1) expect(await dispatcher.runOnce()).toBe(1);
+    expect(t.logger.events('outbox.retry_scheduled')).toHaveLength(2);
+    expect(t.logger.events('outbox.dead_lettered')).toEqual([
+      expect.objectContaining({ outcome: 'http_500', attempts: 3, destination: new URL(destination).host }),
+    ]);
+    const [dead, ...others] = await t.store.listDeadLetters();
+    expect(others).toEqual([]);
+    expect(dead).toMatchObject({
+      dedupKey: 'evt-dead',
+      attempts: 3,
+      lastError: 'http_500',
+      deadAt: t.clock.now(),
+    });
+
+    t.clock.advance(365 * 24 * 3_600_000);
+    expect(await dispatcher.runOnce()).toBe(0);
+    expect(sent.filter((r) => r.method === 'POST')).toHaveLength(3);
+    expect(await t.deliveries()).toEqual([]);
+
+    // Re-queued: due at once, with a fresh count; the receiver now accepts it.
+    expect(await t.store.requeueOutbox(dead?.id ?? -1, t.clock.now())).toMatchObject({ attempts: 0 });
+    expect(await dispatcher.runOnce()).toBe(1);
+    expect(await t.deliveries()).toEqual([
+      expect.objectContaining({ dedup_key: 'evt-dead', times_received: 1 }),
+    ]);
+    expect(await t.store.listDeadLetters()).toEqual([]);
+  });
+
+  it('keeps retrying below maxAttempts (default 20), and refuses a limit below 1', async () => {
+    const t = await setup(new FakeClock());
+    await commitWithMessages(t.store, t.clock, [
+      { destination: `${await refusedUrl()}/webhooks`, dedupKey: 'evt-many', payload: {} },
+    ]);
+    const dispatcher = t.dispatcher();
+    for (let i = 0; i < DEFAULT_OUTBOX_MAX_ATTEMPTS - 1; i += 1) expect(await dispatcher.runOnce()).toBe(1);
+    expect(await t.store.listDeadLetters()).toEqual([]);
+    expect(await dispatcher.runOnce()).toBe(1);
+    expect(await t.store.listDeadLetters()).toMatchObject([
+      { dedupKey: 'evt-many', attempts: DEFAULT_OUTBOX_MAX_ATTEMPTS, lastError: 'connection_refused' },
+    ]);
+    expect(DEFAULT_OUTBOX_MAX_ATTEMPTS).toBe(20);
+    expect(() => t.dispatcher({ maxAttempts: 0 })).toThrow(RangeError);
+    expect(() => t.dispatcher({ maxAttempts: 1.5 })).toThrow(RangeError);
   });
 
   it('backoff: full jitter under min(cap, base * 2^(attempts - 1))', async () => {

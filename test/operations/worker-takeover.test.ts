@@ -130,8 +130,46 @@ describe('lease takeover after a crash', () => {
     expect(providerKeys(t.dir)).toEqual([key]);
     const attempts = await t.storeB.listAttempts(op.operationId);
     expect(attempts.map((a) => [a.workerId, a.outcome, a.detail])).toEqual([
-      ['worker-a', undefined, undefined], // never finished: A "crashed"
+      // A "crashed" before finishing its attempt: B closed it when it claimed the operation.
+      ['worker-a', 'interrupted', 'interrupted: no outcome recorded; closed when worker-b claimed'],
       ['worker-b', 'succeeded', 'created (replayed)'],
+    ]);
+  });
+
+  it('a worker that dies between the final record and closing its attempt leaves no attempt open', async () => {
+    const clock = new FakeClock();
+    const t = await twoWorkers('key', clock);
+    const op = await accept(t.storeA, clock, args);
+    // A's finishAttempt never arrives: the process "died" right after committing the success.
+    const dying = new Proxy(t.storeA, {
+      get: (target, name) => {
+        if (name === 'finishAttempt')
+          return async () => Promise.reject(new Error('died before finishAttempt'));
+        const value: unknown = Reflect.get(target, name, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const a = new Worker({
+      store: dying,
+      handlers: {
+        [OPERATION]: new DeploymentHandler({
+          client: new DeploymentProviderClient({ baseUrl: t.provider.url }),
+          mode: 'key',
+        }),
+      },
+      clock,
+      logger: memoryLogger(),
+      workerId: 'worker-a',
+      policy: TEST_POLICY,
+      leaseMs: LEASE_MS,
+    });
+    await expect(a.runOnce()).rejects.toThrow('died before finishAttempt');
+    const done = await t.storeB.getOperation(op.operationId);
+    expect(done).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+    // Final: no worker will claim it again, so the final write itself closed the attempt.
+    expect(await t.b.runOnce()).toBe(false);
+    expect(await t.storeB.listAttempts(op.operationId)).toEqual([
+      expect.objectContaining({ workerId: 'worker-a', endedAt: clock.now(), outcome: 'succeeded' }),
     ]);
   });
 

@@ -9,12 +9,12 @@ function recordingStore(calls: SweepOptions[]): Store<unknown> {
   return {
     sweep: (options: SweepOptions): Promise<SweepResult> => {
       calls.push(options);
-      return Promise.resolve({ tombstoned: 0, tombstonesDeleted: 0, batches: 0 });
+      return Promise.resolve({ tombstoned: 0, tombstonesDeleted: 0, outboxDeleted: 0, batches: 0 });
     },
   } as unknown as Store<unknown>;
 }
 
-async function firstSweep(maxDuty?: number): Promise<SweepOptions> {
+async function firstSweep(maxDuty?: number, outboxRetentionMs?: number): Promise<SweepOptions> {
   const calls: SweepOptions[] = [];
   const stop = startSweeper(recordingStore(calls), {
     intervalMs: 5,
@@ -23,6 +23,7 @@ async function firstSweep(maxDuty?: number): Promise<SweepOptions> {
     clock: new FakeClock(),
     logger: silentLogger,
     ...(maxDuty === undefined ? {} : { maxDuty }),
+    ...(outboxRetentionMs === undefined ? {} : { outboxRetentionMs }),
   });
   while (calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
   await stop();
@@ -38,5 +39,10 @@ describe('startSweeper', () => {
 
   it("leaves the pacing to the store's default when none is set", async () => {
     expect((await firstSweep()).maxDuty).toBeUndefined();
+  });
+
+  it("passes the receipts' retention for delivered outbox messages, and none when unset", async () => {
+    expect((await firstSweep(undefined, 86_400_000)).outboxRetentionMs).toBe(86_400_000);
+    expect((await firstSweep()).outboxRetentionMs).toBeUndefined();
   });
 });

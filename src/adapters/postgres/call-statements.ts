@@ -64,8 +64,8 @@ export function callStatements(named: boolean): CallStatements {
   return named
     ? {
         find: { name: 'idem_find_v1', text: find },
-        upsert: { name: 'idem_upsert_v1', text: UPSERT },
-        insertNew: { name: 'idem_insert_new_v1', text: insertNew },
+        upsert: { name: 'idem_upsert_v2', text: UPSERT },
+        insertNew: { name: 'idem_insert_new_v2', text: insertNew },
       }
     : { find: { text: find }, upsert: { text: UPSERT }, insertNew: { text: insertNew } };
 }

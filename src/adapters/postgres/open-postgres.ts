@@ -1,5 +1,6 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from '../../core/logger.js';
+import { loadPg } from './load-pg.js';
 import { pgTarget, translatePgError } from './postgres-errors.js';
 import type { PgPool } from './postgres-pool.js';
 
@@ -27,7 +28,8 @@ export async function openPostgres(url: string, options: OpenPostgresOptions = {
   if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
     throw new Error(`invalid schema name ${JSON.stringify(options.schema)}`);
   }
-  const pool = new pg.Pool({
+  const { Pool } = await loadPg();
+  const pool = new Pool({
     connectionString: url,
     max: options.max ?? 10,
     statement_timeout: options.statementTimeoutMs ?? 30_000,

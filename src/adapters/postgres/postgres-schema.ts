@@ -77,13 +77,24 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX idem_outbox_due ON idem_outbox (next_attempt_at) WHERE dispatched_at IS NULL;
   `,
+  // 2: operator audit trail; outbox dead letters, and an index for sweeping delivered messages.
+  `
+  ALTER TABLE idem_operations ADD COLUMN IF NOT EXISTS audit_json TEXT;
+  ALTER TABLE idem_outbox ADD COLUMN IF NOT EXISTS dead_at BIGINT;
+  CREATE INDEX IF NOT EXISTS idem_outbox_delivered ON idem_outbox (dispatched_at)
+    WHERE dispatched_at IS NOT NULL;
+  CREATE INDEX IF NOT EXISTS idem_outbox_dead ON idem_outbox (dead_at) WHERE dead_at IS NOT NULL;
+  `,
 ];
 
 /** An arbitrary constant: the advisory lock that serializes migrations across instances. */
 const MIGRATION_LOCK = 7_346_219_004;
 
-/** Brings the schema (in the connection's search_path) to the latest version; returns it. */
-export async function migratePostgres(pool: PgPool): Promise<number> {
+/**
+ * Brings the schema (in the connection's search_path) to `target` (default: the latest version);
+ * returns the version it is at. A lower `target` builds a schema as an older Idem left it.
+ */
+export async function migratePostgres(pool: PgPool, target: number = MIGRATIONS.length): Promise<number> {
   const client = await pool.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
@@ -95,7 +106,7 @@ export async function migratePostgres(pool: PgPool): Promise<number> {
         'SELECT max(version) AS v FROM idem_schema_migrations',
       );
       let version = Number(rows[0]?.v ?? 0);
-      for (; version < MIGRATIONS.length; version += 1) {
+      for (; version < Math.min(target, MIGRATIONS.length); version += 1) {
         await client.query('BEGIN');
         try {
           await client.query(MIGRATIONS[version] as string);

@@ -7,10 +7,13 @@ import type { AttemptRecord, OperationRecord, OutboxMessage } from '../../core/o
 import {
   attemptChange,
   cancelChange,
+  closedWithState,
+  interruptedAttempt,
   resolutionChange,
   transitionChange,
   type RecordChange,
 } from '../../core/operation-changes.js';
+import { isActive } from '../../core/operation-state.js';
 import type { Existing } from '../../core/receipt.js';
 import type {
   AttemptEnd,
@@ -18,6 +21,7 @@ import type {
   ClaimOptions,
   CommitOutcome,
   CommitUnit,
+  DeadLetterListOptions,
   EffectContext,
   ListOptions,
   Resolution,
@@ -32,12 +36,11 @@ import {
   identityParams,
   operationParams,
   toAttempt,
-  toOutbox,
   toRecord,
   type AttemptRow,
   type OperationRow,
-  type OutboxRow,
 } from '../operation-rows.js';
+import { PostgresOutbox, sweepDelivered } from './postgres-outbox.js';
 import {
   isConnectionLoss,
   isRetryableInAdapter,
@@ -92,10 +95,12 @@ export class PostgresStore implements Store<PgClient> {
   readonly #statements: CallStatements;
   /** The server and database, named in `unavailable` errors. */
   readonly #target: PgTarget;
+  readonly #outbox: PostgresOutbox;
 
   private constructor(pool: PgPool, options: PostgresStoreOptions) {
     this.#pool = pool;
     this.#target = pgTarget(pool);
+    this.#outbox = new PostgresOutbox((body) => this.#read(body));
     this.#statements = callStatements(options.preparedStatements ?? true);
     this.#clock = options.clock ?? systemClock;
     this.faults = options.faults ?? new FaultPoints();
@@ -221,15 +226,18 @@ export class PostgresStore implements Store<PgClient> {
   async sweep(options: SweepOptions): Promise<SweepResult> {
     let tombstoned = 0;
     let tombstonesDeleted = 0;
+    let outboxDeleted = 0;
     let batches = 0;
     const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
+    const deliveredBy =
+      options.outboxRetentionMs === undefined ? undefined : options.now - options.outboxRetentionMs;
     // batchBudgetMs and maxDuty do not apply: a batch here locks only its own rows (SKIP LOCKED),
     // never a lock that callers wait for, so it takes the whole batchSize and never waits.
     pauseAfterBatch(0, options.maxDuty ?? DEFAULT_SWEEP_MAX_DUTY); // but a bad value is still refused
     const rows = options.batchSize;
     while (batches < maxBatches) {
       options.signal?.throwIfAborted();
-      const { moved, deleted } = await this.#transaction(async (client) => {
+      const { moved, deleted, delivered } = await this.#transaction(async (client) => {
         // Only final records expire; SKIP LOCKED keeps the sweeper out of writers' way.
         const movedResult = await client.query(
           `WITH batch AS (
@@ -251,27 +259,36 @@ export class PostgresStore implements Store<PgClient> {
              (SELECT ctid FROM idem_tombstones WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
           [options.now, rows],
         );
-        return { moved: movedResult.rowCount ?? 0, deleted: deletedResult.rowCount ?? 0 };
+        const delivered = deliveredBy === undefined ? 0 : await sweepDelivered(client, deliveredBy, rows);
+        return { moved: movedResult.rowCount ?? 0, deleted: deletedResult.rowCount ?? 0, delivered };
       }, options);
-      if (moved === 0 && deleted === 0) break;
+      if (moved === 0 && deleted === 0 && delivered === 0) break;
       tombstoned += moved;
       tombstonesDeleted += deleted;
+      outboxDeleted += delivered;
       batches += 1;
     }
-    return { tombstoned, tombstonesDeleted, batches };
+    return { tombstoned, tombstonesDeleted, outboxDeleted, batches };
   }
 
   async claimDue(options: ClaimOptions): Promise<OperationRecord | undefined> {
+    // One statement: the claim, and the repair of attempts the previous holder left open.
+    const repair = interruptedAttempt(options.workerId);
     return this.#read(async (client) => {
       const { rows } = await client.query<OperationRow>(
-        `UPDATE idem_operations SET lease_owner = $1, lease_expires_at = $2
-         WHERE operation_id = (SELECT operation_id FROM idem_operations
-           WHERE status IN ${ACTIVE} AND kind = 'durable'
-             AND (lease_expires_at IS NULL OR lease_expires_at <= $3)
-             AND (next_attempt_at IS NULL OR next_attempt_at <= $3)
-           ORDER BY COALESCE(next_attempt_at, created_at) LIMIT 1 FOR UPDATE SKIP LOCKED)
-         RETURNING *`,
-        [options.workerId, options.now + options.leaseMs, options.now],
+        `WITH claimed AS (
+           UPDATE idem_operations SET lease_owner = $1, lease_expires_at = $2
+           WHERE operation_id = (SELECT operation_id FROM idem_operations
+             WHERE status IN ${ACTIVE} AND kind = 'durable'
+               AND (lease_expires_at IS NULL OR lease_expires_at <= $3)
+               AND (next_attempt_at IS NULL OR next_attempt_at <= $3)
+             ORDER BY COALESCE(next_attempt_at, created_at) LIMIT 1 FOR UPDATE SKIP LOCKED)
+           RETURNING *),
+         repaired AS (
+           UPDATE idem_attempts SET ended_at = $3, outcome = $4, detail = $5
+           WHERE operation_id IN (SELECT operation_id FROM claimed) AND ended_at IS NULL)
+         SELECT * FROM claimed`,
+        [options.workerId, options.now + options.leaseMs, options.now, repair.outcome, repair.detail],
       );
       return rows[0] === undefined ? undefined : toRecord(rows[0]);
     });
@@ -298,7 +315,17 @@ export class PostgresStore implements Store<PgClient> {
     return this.#transaction(async (client) => {
       const current = await byId(client, operationId, true);
       const change = transitionChange(current, request);
-      return change === undefined ? undefined : update(client, current as OperationRecord, change);
+      if (change === undefined) return undefined;
+      const written = await update(client, current as OperationRecord, change);
+      if (!isActive(written.status)) {
+        const closing = closedWithState(written.status);
+        await client.query(
+          `UPDATE idem_attempts SET ended_at = $1, outcome = $2, detail = $3
+           WHERE operation_id = $4 AND ended_at IS NULL`,
+          [request.now, closing.outcome, closing.detail, operationId],
+        );
+      }
+      return written;
     }, request);
   }
 
@@ -357,45 +384,40 @@ export class PostgresStore implements Store<PgClient> {
     }, resolution);
   }
 
-  async claimOutbox(options: ClaimOptions & { limit: number }): Promise<OutboxMessage[]> {
-    return this.#read(async (client) => {
-      const { rows } = await client.query<OutboxRow>(
-        `UPDATE idem_outbox SET lease_owner = $1, lease_expires_at = $2, attempts = attempts + 1
-         WHERE id IN (SELECT id FROM idem_outbox
-           WHERE dispatched_at IS NULL AND next_attempt_at <= $3 AND (lease_expires_at IS NULL OR lease_expires_at <= $3)
-           ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED)
-         RETURNING *`,
-        [options.workerId, options.now + options.leaseMs, options.now, options.limit],
-      );
-      return rows.map(toOutbox).sort((a, b) => a.id - b.id);
-    });
+  claimOutbox(options: ClaimOptions & { limit: number }): Promise<OutboxMessage[]> {
+    return this.#outbox.claim(options);
   }
 
-  async completeOutbox(id: number, workerId: string, now: number, options: SignalOption = {}): Promise<void> {
-    options.signal?.throwIfAborted();
-    await this.#read((client) =>
-      client.query(
-        'UPDATE idem_outbox SET dispatched_at = $1, lease_owner = NULL, lease_expires_at = NULL WHERE id = $2 AND lease_owner = $3',
-        [now, id, workerId],
-      ),
-    );
+  completeOutbox(id: number, workerId: string, now: number, options: SignalOption = {}): Promise<void> {
+    return this.#outbox.complete(id, workerId, now, options);
   }
 
-  async retryOutbox(
+  retryOutbox(
     id: number,
     workerId: string,
     nextAttemptAt: number,
     error: string,
     options: SignalOption = {},
   ): Promise<void> {
-    options.signal?.throwIfAborted();
-    await this.#read((client) =>
-      client.query(
-        `UPDATE idem_outbox SET next_attempt_at = $1, last_error = $2, lease_owner = NULL, lease_expires_at = NULL
-         WHERE id = $3 AND lease_owner = $4`,
-        [nextAttemptAt, error.slice(0, 500), id, workerId],
-      ),
-    );
+    return this.#outbox.retry(id, workerId, nextAttemptAt, error, options);
+  }
+
+  deadLetterOutbox(
+    id: number,
+    workerId: string,
+    now: number,
+    error: string,
+    options: SignalOption = {},
+  ): Promise<void> {
+    return this.#outbox.deadLetter(id, workerId, now, error, options);
+  }
+
+  listDeadLetters(options: DeadLetterListOptions = {}): Promise<OutboxMessage[]> {
+    return this.#outbox.listDeadLetters(options);
+  }
+
+  requeueOutbox(id: number, now: number, options: SignalOption = {}): Promise<OutboxMessage | undefined> {
+    return this.#outbox.requeue(id, now, options);
   }
 
   /** The pool is the caller's: closing the store does not end it. */
@@ -532,8 +554,8 @@ async function update(
   const { rows } = await client.query<OperationRow>(
     `UPDATE idem_operations SET status = $1, resource_id = $2, result_json = $3, error_json = $4, expires_at = $5,
        dispatched = $6::int::boolean, next_attempt_at = $7, lease_owner = $8, lease_expires_at = $9, updated_at = $10,
-       attempt_count = $11, cancel_requested_at = $12, resolved_by = $13, resolved_at = $14
-     WHERE operation_id = $15 RETURNING *`,
+       attempt_count = $11, cancel_requested_at = $12, resolved_by = $13, resolved_at = $14, audit_json = $15
+     WHERE operation_id = $16 RETURNING *`,
     changeParams(current, change),
   );
   return toRecord(rows[0] as OperationRow);

@@ -2,9 +2,10 @@ import type { SqliteDatabase } from './sqlite-database.js';
 
 /**
  * Idem's tables, versioned with `PRAGMA user_version`. Each entry runs once, in order, in one
- * transaction; never edit an entry that has shipped, append a new one.
+ * transaction; never edit an entry that has shipped, append a new one. An entry that adds columns
+ * adds only those still absent, so a file that has one of them already still migrates.
  */
-const MIGRATIONS: readonly string[] = [
+const MIGRATIONS: ReadonlyArray<string | ((db: SqliteDatabase) => void)> = [
   `
   CREATE TABLE idem_operations (
     operation_id        TEXT NOT NULL UNIQUE,
@@ -81,15 +82,35 @@ const MIGRATIONS: readonly string[] = [
   `
   DROP INDEX IF EXISTS idem_operations_created_at;
   `,
+  // 3: operator audit trail; outbox dead letters, and an index for sweeping delivered messages.
+  (db) => {
+    addColumnIfAbsent(db, 'idem_operations', 'audit_json', 'TEXT');
+    addColumnIfAbsent(db, 'idem_outbox', 'dead_at', 'INTEGER');
+    db.exec(`
+      CREATE INDEX IF NOT EXISTS idem_outbox_delivered ON idem_outbox (dispatched_at)
+        WHERE dispatched_at IS NOT NULL;
+      CREATE INDEX IF NOT EXISTS idem_outbox_dead ON idem_outbox (dead_at) WHERE dead_at IS NOT NULL;
+    `);
+  },
 ];
 
-/** Brings the schema to the latest version. Safe to call from several processes at once. */
-export function migrateSqlite(db: SqliteDatabase): number {
+function addColumnIfAbsent(db: SqliteDatabase, table: string, column: string, type: string): void {
+  const columns = db.prepare(`SELECT name FROM pragma_table_info('${table}')`).all() as { name: string }[];
+  if (!columns.some((c) => c.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+}
+
+/**
+ * Brings the schema to `target` (default: the latest version); returns the version it is at. Safe
+ * to call from several processes at once. A lower `target` builds a file as an older Idem left it.
+ */
+export function migrateSqlite(db: SqliteDatabase, target: number = MIGRATIONS.length): number {
   db.exec('BEGIN IMMEDIATE');
   try {
     let version = Number(db.pragma('user_version', { simple: true }));
-    for (; version < MIGRATIONS.length; version += 1) {
-      db.exec(MIGRATIONS[version] as string);
+    for (; version < Math.min(target, MIGRATIONS.length); version += 1) {
+      const migration = MIGRATIONS[version] as string | ((db: SqliteDatabase) => void);
+      if (typeof migration === 'string') db.exec(migration);
+      else migration(db);
     }
     db.pragma(`user_version = ${version}`);
     db.exec('COMMIT');

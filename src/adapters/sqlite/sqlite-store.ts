@@ -8,10 +8,13 @@ import type { AttemptRecord, OperationRecord, OutboxMessage } from '../../core/o
 import {
   attemptChange,
   cancelChange,
+  closedWithState,
+  interruptedAttempt,
   resolutionChange,
   transitionChange,
   type RecordChange,
 } from '../../core/operation-changes.js';
+import { isActive } from '../../core/operation-state.js';
 import type { Existing } from '../../core/receipt.js';
 import type {
   AttemptEnd,
@@ -19,9 +22,9 @@ import type {
   ClaimOptions,
   CommitOutcome,
   CommitUnit,
+  DeadLetterListOptions,
   EffectContext,
   ListOptions,
-  OutboxIntent,
   Resolution,
   SignalOption,
   Store,
@@ -38,12 +41,11 @@ import {
   operationParams,
   operationRowOf,
   toAttempt,
-  toOutbox,
   toRecord,
   type AttemptRow,
   type OperationRow,
-  type OutboxRow,
 } from '../operation-rows.js';
+import { SqliteOutbox } from './sqlite-outbox.js';
 import { migrateSqlite } from './sqlite-schema.js';
 import { SqliteTransactor, type TransactorOptions } from './sqlite-transactor.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
@@ -114,6 +116,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
   readonly #clock: Clock;
   readonly #tx: SqliteTransactor;
   readonly #sql: Record<string, SqliteStatement>;
+  readonly #outbox: SqliteOutbox;
   readonly #background: BackgroundCheckpoints | undefined;
   /** Set in 'adaptive' mode: whether callers are concurrent enough for background checkpoints. */
   readonly #concurrency: CommitConcurrency | undefined;
@@ -138,6 +141,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
       withLockRetrySync(clock, options.lockTimeoutMs ?? 5000, db.name, () => migrateSqlite(db));
     this.#background =
       checkpoint === 'inline' ? undefined : startBackgroundCheckpoints(db, checkpoint === 'background');
+    this.#outbox = new SqliteOutbox(db, this.#tx, clock);
     // Only final records expire; an unfinished one keeps its promise however old it is.
     const expiredBatch = `SELECT rowid FROM idem_operations WHERE expires_at <= ? AND status IN ${FINAL}
       ORDER BY expires_at, rowid LIMIT ?`;
@@ -198,7 +202,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
       patch: db.prepare(
         `UPDATE idem_operations SET status = ?, resource_id = ?, result_json = ?, error_json = ?, expires_at = ?,
            dispatched = ?, next_attempt_at = ?, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
-           attempt_count = ?, cancel_requested_at = ?, resolved_by = ?, resolved_at = ?
+           attempt_count = ?, cancel_requested_at = ?, resolved_by = ?, resolved_at = ?, audit_json = ?
          WHERE operation_id = ? RETURNING *`,
       ),
       insertAttempt: db.prepare(
@@ -208,24 +212,9 @@ export class SqliteStore implements Store<SqliteDatabase> {
         'UPDATE idem_attempts SET ended_at = ?, outcome = ?, detail = ? WHERE attempt_id = ?',
       ),
       listAttempts: db.prepare('SELECT * FROM idem_attempts WHERE operation_id = ? ORDER BY number'),
-      enqueue: db.prepare(
-        `INSERT INTO idem_outbox (dedup_key, destination, payload_json, created_at, next_attempt_at)
-         VALUES (?, ?, ?, ?, ?) ON CONFLICT (dedup_key) DO NOTHING`,
-      ),
-      claimOutbox: db.prepare(
-        `UPDATE idem_outbox SET lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1
-         WHERE id IN (SELECT id FROM idem_outbox
-           WHERE dispatched_at IS NULL AND next_attempt_at <= ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
-           ORDER BY id LIMIT ?)
-         RETURNING *`,
-      ),
-      completeOutbox: db.prepare(
-        `UPDATE idem_outbox SET dispatched_at = ?, lease_owner = NULL, lease_expires_at = NULL
-         WHERE id = ? AND lease_owner = ?`,
-      ),
-      retryOutbox: db.prepare(
-        `UPDATE idem_outbox SET next_attempt_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL
-         WHERE id = ? AND lease_owner = ?`,
+      closeOpenAttempts: db.prepare(
+        `UPDATE idem_attempts SET ended_at = ?, outcome = ?, detail = ?
+         WHERE operation_id = ? AND ended_at IS NULL`,
       ),
     };
   }
@@ -252,7 +241,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
         const decision = unit.decide(existing);
         if (decision.kind !== 'execute') return { kind: 'decided', decision } as const;
         this.faults.hit('after_claim');
-        const context: EffectContext = { ...unit.context, enqueue: (intent) => this.#enqueue(intent) };
+        const context: EffectContext = { ...unit.context, enqueue: (intent) => this.#outbox.enqueue(intent) };
         const result = unit.effect?.(this.#db, context);
         if (isThenable(result)) {
           throw new IdemError(
@@ -292,8 +281,11 @@ export class SqliteStore implements Store<SqliteDatabase> {
   async sweep(options: SweepOptions): Promise<SweepResult> {
     let tombstoned = 0;
     let tombstonesDeleted = 0;
+    let outboxDeleted = 0;
     let batches = 0;
     const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
+    const deliveredBy =
+      options.outboxRetentionMs === undefined ? undefined : options.now - options.outboxRetentionMs;
     const sizer = sweepBatchSizer(options);
     const maxDuty = options.maxDuty ?? DEFAULT_SWEEP_MAX_DUTY;
     pauseAfterBatch(0, maxDuty); // a bad maxDuty fails before any batch
@@ -304,7 +296,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
         options.signal?.throwIfAborted();
         const queued = this.#clock.monotonic();
         // Not durable: a batch lost in a power failure leaves expired receipts for the next sweep.
-        const { moved, deleted } = await this.#tx.write(
+        const { moved, deleted, delivered } = await this.#tx.write(
           () => {
             const started = this.#clock.monotonic();
             const rows = sizer.size;
@@ -312,14 +304,16 @@ export class SqliteStore implements Store<SqliteDatabase> {
             this.#sql.deleteAttemptsBatch!.run(options.now, rows);
             const moved = this.#sql.deleteExpiredBatch!.run(options.now, rows).changes;
             const deleted = this.#sql.deleteTombstoneBatch!.run(options.now, rows).changes;
-            sizer.record(Math.max(moved, deleted), this.#clock.monotonic() - started);
-            return { moved, deleted };
+            const delivered = deliveredBy === undefined ? 0 : this.#outbox.sweepDelivered(deliveredBy, rows);
+            sizer.record(Math.max(moved, deleted, delivered), this.#clock.monotonic() - started);
+            return { moved, deleted, delivered };
           },
           { signal: options.signal, durable: false },
         );
-        if (moved === 0 && deleted === 0) break;
+        if (moved === 0 && deleted === 0 && delivered === 0) break;
         tombstoned += moved;
         tombstonesDeleted += deleted;
+        outboxDeleted += delivered;
         batches += 1;
         if (batches === SWEEP_CHECKPOINTER_AFTER) {
           if (this.#background === undefined) helper = startBackgroundCheckpoints(this.#db, true);
@@ -342,7 +336,7 @@ export class SqliteStore implements Store<SqliteDatabase> {
         if (this.#sweeping === 0) this.#background?.engage(this.#concurrency?.concurrent === true);
       }
     }
-    return { tombstoned, tombstonesDeleted, batches };
+    return { tombstoned, tombstonesDeleted, outboxDeleted, batches };
   }
 
   async claimDue(options: ClaimOptions): Promise<OperationRecord | undefined> {
@@ -353,7 +347,11 @@ export class SqliteStore implements Store<SqliteDatabase> {
         options.now,
         options.now,
       ) as OperationRow | undefined;
-      return row === undefined ? undefined : toRecord(row);
+      if (row === undefined) return undefined;
+      // The previous holder stopped before recording how its attempt ended.
+      const repair = interruptedAttempt(options.workerId);
+      this.#sql.closeOpenAttempts!.run(options.now, repair.outcome, repair.detail, row.operation_id);
+      return toRecord(row);
     }, options);
   }
 
@@ -373,7 +371,13 @@ export class SqliteStore implements Store<SqliteDatabase> {
     return this.#tx.write(() => {
       const current = this.#byId(operationId);
       const change = transitionChange(current, request);
-      return change === undefined ? undefined : this.#write(current as OperationRecord, change);
+      if (change === undefined) return undefined;
+      const written = this.#write(current as OperationRecord, change);
+      if (!isActive(written.status)) {
+        const closing = closedWithState(written.status);
+        this.#sql.closeOpenAttempts!.run(request.now, closing.outcome, closing.detail, operationId);
+      }
+      return written;
     }, request);
   }
 
@@ -424,34 +428,40 @@ export class SqliteStore implements Store<SqliteDatabase> {
     }, resolution);
   }
 
-  async claimOutbox(options: ClaimOptions & { limit: number }): Promise<OutboxMessage[]> {
-    return this.#tx.write(() => {
-      const rows = this.#sql.claimOutbox!.all(
-        options.workerId,
-        options.now + options.leaseMs,
-        options.now,
-        options.now,
-        options.limit,
-      ) as OutboxRow[];
-      return rows.map(toOutbox);
-    }, options);
+  claimOutbox(options: ClaimOptions & { limit: number }): Promise<OutboxMessage[]> {
+    return this.#outbox.claim(options);
   }
 
-  async completeOutbox(id: number, workerId: string, now: number, options: SignalOption = {}): Promise<void> {
-    await this.#tx.write(() => this.#sql.completeOutbox!.run(now, id, workerId), options);
+  completeOutbox(id: number, workerId: string, now: number, options: SignalOption = {}): Promise<void> {
+    return this.#outbox.complete(id, workerId, now, options);
   }
 
-  async retryOutbox(
+  retryOutbox(
     id: number,
     workerId: string,
     nextAttemptAt: number,
     error: string,
     options: SignalOption = {},
   ): Promise<void> {
-    await this.#tx.write(
-      () => this.#sql.retryOutbox!.run(nextAttemptAt, error.slice(0, 500), id, workerId),
-      options,
-    );
+    return this.#outbox.retry(id, workerId, nextAttemptAt, error, options);
+  }
+
+  deadLetterOutbox(
+    id: number,
+    workerId: string,
+    now: number,
+    error: string,
+    options: SignalOption = {},
+  ): Promise<void> {
+    return this.#outbox.deadLetter(id, workerId, now, error, options);
+  }
+
+  listDeadLetters(options: DeadLetterListOptions = {}): Promise<OutboxMessage[]> {
+    return this.#outbox.listDeadLetters(options);
+  }
+
+  requeueOutbox(id: number, now: number, options: SignalOption = {}): Promise<OutboxMessage | undefined> {
+    return this.#outbox.requeue(id, now, options);
   }
 
   async close(): Promise<void> {
@@ -486,11 +496,6 @@ export class SqliteStore implements Store<SqliteDatabase> {
   /** Writes the mutable columns of `current` changed by `change` (inside a transaction). */
   #write(current: OperationRecord, change: RecordChange): OperationRecord {
     return toRecord(this.#sql.patch!.get(...changeParams(current, change)) as OperationRow);
-  }
-
-  #enqueue(intent: OutboxIntent): void {
-    const now = this.#clock.now();
-    this.#sql.enqueue!.run(intent.dedupKey, intent.destination, JSON.stringify(intent.payload), now, now);
   }
 }
 

@@ -1,4 +1,4 @@
-import { CliError } from './cli-error.js';
+import { CliError } from '../cli-error.js';
 
 /** A parsed JSON path: property names and array indexes from the root. */
 export type JsonPath = ReadonlyArray<string | number>;

@@ -1,0 +1,196 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
+import { openPostgres } from '../../src/adapters/postgres/open-postgres.js';
+import { migratePostgres, POSTGRES_SCHEMA_VERSION } from '../../src/adapters/postgres/postgres-schema.js';
+import { PostgresStore } from '../../src/adapters/postgres/postgres-store.js';
+import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
+import { migrateSqlite, SQLITE_SCHEMA_VERSION } from '../../src/adapters/sqlite/sqlite-schema.js';
+import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
+import { fingerprint } from '../../src/core/fingerprint.js';
+import { deploymentFields } from '../../src/operations/deployment-handler.js';
+import { resolveOperation } from '../../src/operations/operation-resolver.js';
+import type { Store } from '../../src/store/store.js';
+import { FakeClock } from '../../src/testing/fake-clock.js';
+import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
+import { callStart, DEPLOYMENT_ARGS, durableExecutor } from '../helpers/store-fixtures.js';
+import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
+
+const DAY = 24 * 60 * 60 * 1000;
+const OPERATION_ID = 'op_0000000000000000000000000000old1';
+
+afterEach(removeTempFiles);
+
+/** A statement and its values, written with `?` placeholders (PostgreSQL gets `$n`). */
+type Row = readonly [sql: string, values: readonly unknown[]];
+
+/** What an Idem of the previous schema version left behind: a failed deployment and three webhooks. */
+function oldRows(now: number): Row[] {
+  const columns =
+    'operation_id, principal, workspace, operation, version, idem_key, fingerprint, kind, status, args_json, error_json, created_at, updated_at, expires_at, attempt_count';
+  const outbox =
+    'INSERT INTO idem_outbox (dedup_key, destination, payload_json, created_at, attempts, next_attempt_at, last_error, dispatched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
+  return [
+    [
+      `INSERT INTO idem_operations (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [
+        OPERATION_ID,
+        'alice',
+        'ws-1',
+        'start_deployment',
+        1,
+        'deploy-old',
+        fingerprint(DEPLOYMENT_ARGS),
+        'durable',
+        'failed',
+        JSON.stringify(DEPLOYMENT_ARGS),
+        JSON.stringify({ code: 'internal', message: 'deadline exhausted after 3 attempts: timeout' }),
+        now - DAY / 2,
+        now - DAY / 2,
+        now + DAY,
+        3,
+      ],
+    ],
+    [outbox, ['pending-1', 'http://127.0.0.1:9/webhooks', '{"n":1}', now, 4, now, 'http_503', null]],
+    [
+      outbox,
+      ['delivered-1', 'http://127.0.0.1:9/webhooks', '{"n":2}', now - 2 * DAY, 1, now, null, now - 2 * DAY],
+    ],
+    [outbox, ['delivered-2', 'http://127.0.0.1:9/webhooks', '{"n":3}', now, 1, now, null, now]],
+  ];
+}
+
+interface Opened {
+  readonly store: Store<unknown>;
+  version(): Promise<number>;
+  close(): Promise<void>;
+}
+
+interface OldDatabase {
+  readonly name: string;
+  /** Builds a database at the previous schema version with `oldRows`, then opens today's store on it. */
+  open(clock: FakeClock, before?: string): Promise<Opened>;
+}
+
+const engines: OldDatabase[] = [
+  {
+    name: 'sqlite',
+    async open(clock, before) {
+      const file = tempFile();
+      const old = openSqlite(file);
+      expect(migrateSqlite(old, SQLITE_SCHEMA_VERSION - 1)).toBe(SQLITE_SCHEMA_VERSION - 1);
+      for (const [sql, values] of oldRows(clock.now())) old.prepare(sql).run(...values);
+      if (before !== undefined) old.exec(before);
+      old.close();
+      const db = openSqlite(file);
+      const store = new SqliteStore(db, { clock });
+      return {
+        store,
+        version: async () => Number(db.pragma('user_version', { simple: true })),
+        close: () => store.close(),
+      };
+    },
+  },
+  ...(postgresAvailable
+    ? [
+        {
+          name: 'postgres',
+          async open(clock: FakeClock, before?: string): Promise<Opened> {
+            const schema = `idem_up_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+            const pool = await openPostgres(POSTGRES_URL, { schema, max: 2 });
+            expect(await migratePostgres(pool, POSTGRES_SCHEMA_VERSION - 1)).toBe(
+              POSTGRES_SCHEMA_VERSION - 1,
+            );
+            for (const [sql, values] of oldRows(clock.now())) {
+              let n = 0;
+              await pool.query(
+                sql.replace(/\?/g, () => `$${(n += 1)}`),
+                [...values],
+              );
+            }
+            if (before !== undefined) await pool.query(before);
+            const store = await PostgresStore.create(pool, { clock });
+            return {
+              store,
+              version: async () =>
+                Number(
+                  (await pool.query<{ v: number }>('SELECT max(version) AS v FROM idem_schema_migrations'))
+                    .rows[0]?.v,
+                ),
+              close: async () => {
+                await store.close();
+                await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+                await pool.end();
+              },
+            };
+          },
+        },
+      ]
+    : []),
+];
+
+for (const engine of engines) {
+  describe(`a database of the previous schema version: ${engine.name}`, () => {
+    it('migrates on open and keeps working: records, correction, outbox, dead letters, sweep', async () => {
+      const clock = new FakeClock();
+      const opened = await engine.open(clock);
+      onTestFinished(() => opened.close());
+      const { store } = opened;
+      expect(await opened.version()).toBe(
+        engine.name === 'sqlite' ? SQLITE_SCHEMA_VERSION : POSTGRES_SCHEMA_VERSION,
+      );
+
+      const old = await store.getOperation(OPERATION_ID);
+      expect(old).toMatchObject({ status: 'failed', attemptCount: 3, args: DEPLOYMENT_ARGS });
+      expect(old?.audit).toBeUndefined();
+      const now = clock.now();
+      const corrected = await resolveOperation(
+        store,
+        { start_deployment: { successFields: deploymentFields } },
+        OPERATION_ID,
+        {
+          to: 'succeeded',
+          correct: true,
+          by: 'oncall',
+          now,
+          resourceId: 'dep_found',
+          reason: 'found at the provider',
+          expiresAt: now + DAY,
+        },
+      );
+      expect(corrected?.audit).toEqual([
+        expect.objectContaining({ action: 'correct', from: 'failed', to: 'succeeded', by: 'oncall' }),
+      ]);
+      const replay = await callStart(durableExecutor(store, { clock }), { key: 'deploy-old' });
+      expect(replay.ok && replay.result).toEqual({
+        status: 'succeeded',
+        operation_id: OPERATION_ID,
+        resource_id: 'dep_found',
+        deployment_id: 'dep_found',
+        service: 'api',
+        version: '1.4.2',
+      });
+
+      const [pending, ...others] = await store.claimOutbox({ workerId: 'd1', now, leaseMs: 1000, limit: 10 });
+      expect(others).toEqual([]);
+      expect(pending).toMatchObject({ dedupKey: 'pending-1', attempts: 5, lastError: 'http_503' });
+      await store.deadLetterOutbox(pending?.id ?? -1, 'd1', now, 'http_500');
+      expect((await store.listDeadLetters()).map((m) => m.dedupKey)).toEqual(['pending-1']);
+      expect(await store.requeueOutbox(pending?.id ?? -1, now)).toMatchObject({ attempts: 0 });
+
+      const swept = await store.sweep({ now, tombstoneTtlMs: DAY, batchSize: 10, outboxRetentionMs: DAY });
+      expect(swept.outboxDeleted).toBe(1);
+    });
+
+    it('migrates a database that already has one of the new columns', async () => {
+      const clock = new FakeClock();
+      const column = engine.name === 'sqlite' ? 'INTEGER' : 'BIGINT';
+      const opened = await engine.open(clock, `ALTER TABLE idem_outbox ADD COLUMN dead_at ${column}`);
+      onTestFinished(() => opened.close());
+      expect(await opened.version()).toBe(
+        engine.name === 'sqlite' ? SQLITE_SCHEMA_VERSION : POSTGRES_SCHEMA_VERSION,
+      );
+      expect(await opened.store.listDeadLetters()).toEqual([]);
+      expect((await opened.store.getOperation(OPERATION_ID))?.status).toBe('failed');
+    });
+  });
+}

@@ -1,0 +1,307 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/core/clock.js';
+import type { OperationRecord } from '../../src/core/operation-record.js';
+import { runCli } from '../helpers/durable-fixtures.js';
+import { cleanup, ensureBuilt, makeTempDir } from '../helpers/mcp-fixtures.js';
+import { callStart, durableExecutor, openTestStore, startDurable } from '../helpers/store-fixtures.js';
+
+const DAY = 24 * 60 * 60 * 1000;
+const ARGS = { service: 'api', version: '1.4.2' };
+
+let dir: string;
+
+beforeAll(() => {
+  ensureBuilt();
+  dir = makeTempDir('idem-cli-ledger-');
+});
+
+afterAll(cleanup);
+
+/** A start_deployment the worker failed (the provider timed out), in a new database file. */
+async function failedDeployment(dbPath: string, key: string): Promise<OperationRecord> {
+  const t = openTestStore({ path: dbPath });
+  try {
+    const op = await startDurable(durableExecutor(t.store), { key, args: ARGS });
+    const now = systemClock.now();
+    await t.store.claimDue({ workerId: 'w1', now, leaseMs: 60_000 });
+    const failed = await t.store.transition(op.operationId, {
+      workerId: 'w1',
+      from: ['accepted'],
+      to: 'failed',
+      now,
+      patch: {
+        error: { code: 'internal', message: 'deadline exhausted after 3 attempts: throttled (HTTP 503)' },
+        expiresAt: now + DAY,
+        releaseLease: true,
+      },
+    });
+    if (failed === undefined) throw new Error('the failure was not recorded');
+    return failed;
+  } finally {
+    await t.close();
+  }
+}
+
+describe('idem ops resolve --correct', () => {
+  it('corrects a failed deployment to succeeded, with the audit trail, and replays then return it', async () => {
+    const dbPath = join(dir, 'correct.sqlite');
+    const op = await failedDeployment(dbPath, 'deploy-1');
+    const id = op.operationId;
+
+    const plain = await runCli([
+      'ops',
+      'resolve',
+      id,
+      '--succeeded',
+      '--resource-id',
+      'dep_x',
+      '--db',
+      dbPath,
+    ]);
+    expect(plain.code).toBe(1);
+    expect(plain.stderr).toContain(`is failed; only an outcome_unknown operation can be resolved`);
+    expect(plain.stderr).toContain(
+      `idem ops resolve ${id} --correct --succeeded --resource-id R --reason TEXT`,
+    );
+
+    const toFailed = await runCli([
+      'ops',
+      'resolve',
+      id,
+      '--correct',
+      '--failed',
+      '--reason',
+      'x',
+      '--db',
+      dbPath,
+    ]);
+    expect(toFailed.code).toBe(2);
+    expect(toFailed.stderr).toContain('--correct corrects to --succeeded only');
+    const noReason = await runCli([
+      'ops',
+      'resolve',
+      id,
+      '--correct',
+      '--succeeded',
+      '--resource-id',
+      'dep_x',
+      '--db',
+      dbPath,
+    ]);
+    expect(noReason.code).toBe(2);
+    expect(noReason.stderr).toContain('--correct needs --reason TEXT');
+
+    const corrected = await runCli([
+      'ops',
+      'resolve',
+      id,
+      '--correct',
+      '--succeeded',
+      '--resource-id',
+      'dep_x',
+      '--reason',
+      'the provider lists dep_x with our key',
+      '--by',
+      'alice',
+      '--db',
+      dbPath,
+    ]);
+    expect(corrected.code, corrected.stderr).toBe(0);
+    const shown = JSON.parse(corrected.stdout) as Record<string, unknown>;
+    expect(shown).toMatchObject({
+      status: 'succeeded',
+      resource_id: 'dep_x',
+      resolved_by: 'alice',
+      result: {
+        status: 'succeeded',
+        operation_id: id,
+        resource_id: 'dep_x',
+        deployment_id: 'dep_x',
+        service: 'api',
+        version: '1.4.2',
+      },
+      audit: [
+        {
+          action: 'correct',
+          by: 'alice',
+          at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+          from: 'failed',
+          to: 'succeeded',
+          reason: 'the provider lists dep_x with our key',
+          resource_id: 'dep_x',
+          previous_error: { code: 'internal', message: op.error?.message },
+        },
+      ],
+    });
+    expect(shown.error).toBeUndefined();
+
+    const show = await runCli(['ops', 'show', id, '--db', dbPath]);
+    expect(show.code).toBe(0);
+    expect(JSON.parse(show.stdout)).toMatchObject({ audit: shown.audit, result: shown.result });
+
+    const twice = await runCli([
+      ...['ops', 'resolve', id, '--correct', '--succeeded', '--resource-id', 'dep_y', '--reason', 'again'],
+      ...['--db', dbPath],
+    ]);
+    expect(twice.code).toBe(1);
+    expect(twice.stderr).toContain('is succeeded; only a failed or cancelled operation can be corrected');
+
+    const t = openTestStore({ path: dbPath });
+    try {
+      const replay = await callStart(durableExecutor(t.store), { key: 'deploy-1', args: ARGS });
+      expect(replay.ok && replay.replayed).toBe(true);
+      expect(replay.ok && replay.result).toEqual(shown.result);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('idem ops dead-letters and requeue', () => {
+  it('lists dead letters (no payloads), re-queues one, and refuses what is not a dead letter', async () => {
+    const dbPath = join(dir, 'dead.sqlite');
+    const t = openTestStore({ path: dbPath });
+    let deadId: number;
+    try {
+      const operation = t.noteOperation({
+        afterInsert: (context) => {
+          void context.enqueue({
+            destination: 'http://127.0.0.1:9/hooks',
+            dedupKey: 'note-created:1',
+            payload: { secret: 'do-not-print' },
+          });
+          void context.enqueue({
+            destination: 'http://127.0.0.1:9/hooks',
+            dedupKey: 'note-created:2',
+            payload: {},
+          });
+        },
+      });
+      const run = await t.executor.run(operation, {
+        principal: 'p',
+        workspace: 'w',
+        key: 'k1',
+        args: { body: 'b' },
+      });
+      expect(run.ok).toBe(true);
+      const now = systemClock.now();
+      const [dead] = await t.store.claimOutbox({ workerId: 'd1', now, leaseMs: 60_000, limit: 1 });
+      deadId = dead?.id ?? -1;
+      await t.store.deadLetterOutbox(deadId, 'd1', now, 'http_410');
+    } finally {
+      await t.close();
+    }
+
+    const listed = await runCli(['ops', 'dead-letters', '--db', dbPath]);
+    expect(listed.code, listed.stderr).toBe(0);
+    const lines = listed.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID\s+DEDUP KEY\s+DESTINATION\s+ATTEMPTS\s+LAST ERROR\s+DEAD SINCE$/);
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatch(
+      new RegExp(`^${deadId}\\s+note-created:1\\s+http://127.0.0.1:9/hooks\\s+1\\s+http_410\\s+\\d{4}-`),
+    );
+    const json = await runCli(['ops', 'dead-letters', '--json', '--db', dbPath]);
+    expect(JSON.parse(json.stdout)).toEqual([
+      {
+        id: deadId,
+        dedup_key: 'note-created:1',
+        destination: 'http://127.0.0.1:9/hooks',
+        attempts: 1,
+        last_error: 'http_410',
+        created_at: expect.any(String),
+        dead_at: expect.any(String),
+      },
+    ]);
+    expect(listed.stdout + json.stdout).not.toContain('do-not-print');
+
+    const requeued = await runCli(['ops', 'requeue', String(deadId), '--db', dbPath]);
+    expect(requeued.code, requeued.stderr).toBe(0);
+    expect(JSON.parse(requeued.stdout)).toMatchObject({
+      id: deadId,
+      dedup_key: 'note-created:1',
+      attempts: 0,
+    });
+    expect(JSON.parse(requeued.stdout).dead_at).toBeUndefined();
+
+    const empty = await runCli(['ops', 'dead-letters', '--db', dbPath]);
+    expect(empty.stdout).toContain('(no dead letters)');
+    const again = await runCli(['ops', 'requeue', String(deadId), '--db', dbPath]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`no dead letter ${deadId}`);
+    const notANumber = await runCli(['ops', 'requeue', 'abc', '--db', dbPath]);
+    expect(notANumber.code).toBe(2);
+    const noId = await runCli(['ops', 'requeue', '--db', dbPath]);
+    expect(noId.code).toBe(2);
+  });
+});
+
+describe('idem sweep and the outbox', () => {
+  it('deletes delivered messages older than --retention, and keeps the rest', async () => {
+    const dbPath = join(dir, 'sweep-outbox.sqlite');
+    const t = openTestStore({ path: dbPath });
+    try {
+      const operation = t.noteOperation({
+        afterInsert: (context) => {
+          for (const n of [1, 2])
+            void context.enqueue({ destination: 'http://127.0.0.1:9/h', dedupKey: `m${n}`, payload: {} });
+        },
+      });
+      expect(
+        (await t.executor.run(operation, { principal: 'p', workspace: 'w', key: 'k', args: { body: 'b' } }))
+          .ok,
+      ).toBe(true);
+      const now = systemClock.now();
+      const [delivered] = await t.store.claimOutbox({ workerId: 'd1', now, leaseMs: 60_000, limit: 1 });
+      await t.store.completeOutbox(delivered?.id ?? -1, 'd1', now - 60_000);
+    } finally {
+      await t.close();
+    }
+    const kept = await runCli(['sweep', '--db', dbPath]);
+    expect(kept.code, kept.stderr).toBe(0);
+    expect(JSON.parse(kept.stdout)).toEqual({
+      tombstoned: 0,
+      tombstones_deleted: 0,
+      outbox_deleted: 0,
+      batches: 0,
+    });
+    const swept = await runCli(['sweep', '--db', dbPath, '--retention', '30s']);
+    expect(JSON.parse(swept.stdout)).toEqual({
+      tombstoned: 0,
+      tombstones_deleted: 0,
+      outbox_deleted: 1,
+      batches: 1,
+    });
+  });
+});
+
+describe('--outbox-max-attempts', () => {
+  it('is checked before anything is opened: serve --outbox-max-attempts 0 exits 2', async () => {
+    const cwd = makeTempDir('idem-cli-outbox-');
+    const db = join(cwd, 'idem.sqlite');
+    const run = await runCli(['serve', '--db', db, '--outbox-max-attempts', '0']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--outbox-max-attempts must be an integer from 1');
+    expect(existsSync(db)).toBe(false);
+    const worker = await runCli([
+      'worker',
+      '--db',
+      db,
+      '--provider-url',
+      'http://127.0.0.1:9',
+      '--outbox-max-attempts',
+      'x',
+    ]);
+    expect(worker.code).toBe(2);
+    expect(existsSync(db)).toBe(false);
+  });
+
+  it('appears in the help of serve and worker', async () => {
+    for (const command of ['serve', 'worker']) {
+      const run = await runCli([command, '--help']);
+      expect(run.code).toBe(0);
+      expect(run.stdout + run.stderr).toContain('--outbox-max-attempts N');
+    }
+  });
+});

@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import type { OperationRecord } from '../../src/core/operation-record.js';
+import { resolveOperation } from '../../src/operations/index.js';
+import { FakeClock } from '../../src/testing/fake-clock.js';
+import { harness, OPERATION, type Harness } from './operations-fixtures.js';
+
+const DAY = 24 * 60 * 60 * 1000;
+const args = { service: 'billing', version: '1.4.2' };
+
+/** A deployment the worker carried to success, for the shape of its result. */
+async function automaticSuccess(h: Harness): Promise<OperationRecord> {
+  const op = await h.accept(args);
+  expect(await h.worker().runOnce()).toBe(true);
+  const done = await h.get(op.operationId);
+  expect(done.status).toBe('succeeded');
+  return done;
+}
+
+describe('resolveOperation: an operator-established success has the shape of an automatic one', () => {
+  it('resolving outcome_unknown with a resource id gives deployment_id, service and version beside resource_id', async () => {
+    const h = await harness('none', new FakeClock());
+    const automatic = await automaticSuccess(h);
+    const op = await h.accept(args);
+    h.provider.faults.arm({ kind: 'drop_response', route: 'create' });
+    expect(await h.worker().runOnce()).toBe(true);
+    expect((await h.get(op.operationId)).status).toBe('outcome_unknown');
+
+    const now = h.clock.now();
+    const resolved = await resolveOperation(h.store, { [OPERATION]: h.handler }, op.operationId, {
+      to: 'succeeded',
+      by: 'oncall',
+      now,
+      resourceId: 'dep_found',
+      expiresAt: now + DAY,
+    });
+    expect(resolved?.result).toEqual({
+      status: 'succeeded',
+      operation_id: op.operationId,
+      resource_id: 'dep_found',
+      deployment_id: 'dep_found',
+      service: 'billing',
+      version: '1.4.2',
+    });
+    expect(Object.keys(resolved?.result ?? {})).toEqual(Object.keys(automatic.result ?? {}));
+    // The handler's hook gives the fields its own dispatch recorded.
+    expect(h.handler.successFields(automatic, automatic.resourceId ?? '')).toEqual({
+      deployment_id: automatic.resourceId,
+      service: 'billing',
+      version: '1.4.2',
+    });
+  });
+
+  it('a corrected failure has the same shape, and the worker leaves it alone', async () => {
+    const h = await harness('key', new FakeClock());
+    const automatic = await automaticSuccess(h);
+    const op = await h.accept({ service: 'invalid-thing', version: '1' });
+    expect(await h.worker().runOnce()).toBe(true);
+    expect((await h.get(op.operationId)).status).toBe('failed');
+
+    const now = h.clock.now();
+    const corrected = await resolveOperation(h.store, { [OPERATION]: h.handler }, op.operationId, {
+      to: 'succeeded',
+      correct: true,
+      by: 'oncall',
+      now,
+      resourceId: 'dep_manual',
+      reason: 'deployed by hand after the refusal',
+      expiresAt: now + DAY,
+    });
+    expect(corrected).toMatchObject({
+      status: 'succeeded',
+      result: {
+        resource_id: 'dep_manual',
+        deployment_id: 'dep_manual',
+        service: 'invalid-thing',
+        version: '1',
+      },
+    });
+    expect(Object.keys(corrected?.result ?? {})).toEqual(Object.keys(automatic.result ?? {}));
+    expect(await h.worker().runOnce()).toBe(false);
+    expect(await h.get(op.operationId)).toEqual(corrected);
+  });
+
+  it('without a successFields hook the success carries status and ids only; an unknown id is undefined', async () => {
+    const h = await harness('none', new FakeClock());
+    const op = await h.accept(args);
+    h.provider.faults.arm({ kind: 'drop_response', route: 'create' });
+    await h.worker().runOnce();
+    const now = h.clock.now();
+    const request = {
+      to: 'succeeded',
+      by: 'oncall',
+      now,
+      resourceId: 'dep_x',
+      expiresAt: now + DAY,
+    } as const;
+    const resolved = await resolveOperation(h.store, {}, op.operationId, request);
+    expect(resolved?.result).toEqual({
+      status: 'succeeded',
+      operation_id: op.operationId,
+      resource_id: 'dep_x',
+    });
+    expect(await resolveOperation(h.store, {}, 'op_unknown', request)).toBeUndefined();
+  });
+});
