@@ -61,7 +61,14 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { patterns: [anySdk] }] },
   },
   {
-    files: ['src/mcp/register-*.ts', 'src/mcp/index.ts', 'src/server/**', 'src/client/**', 'src/cli/**'],
+    files: [
+      'src/mcp/register-*.ts',
+      'src/mcp/index.ts',
+      'src/mcp/oauth/**',
+      'src/server/**',
+      'src/client/**',
+      'src/cli/**',
+    ],
     rules: { 'no-restricted-imports': ['error', { patterns: [sdkV1] }] },
   },
   {

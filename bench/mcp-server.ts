@@ -12,7 +12,7 @@ import { readTool } from '../src/mcp/read-tool.js';
 import { registerIdemTool } from '../src/mcp/register-idempotent-tool.js';
 import { workspaceField } from '../src/mcp/idempotent-tool.js';
 import { startHttpServer } from '../src/server/http-server.js';
-import { grantedWorkspaces } from '../src/server/grant-auth-info.js';
+import { grantedWorkspaces } from '../src/mcp/idem-identity.js';
 import { ReferenceApp } from '../src/server/reference-app.js';
 import type { ServerApp } from '../src/server/server-app.js';
 import { TokenRegistry, type Grant } from '../src/server/token-registry.js';

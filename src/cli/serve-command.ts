@@ -4,6 +4,7 @@ import { startProvider, type RunningProvider } from '../provider/provider-server
 import { startBackgroundWork } from '../server/background-work.js';
 import { armTestFaults } from './test-faults.js';
 import { WORK_HELP, WORK_OPTIONS, workSettings } from './work-options.js';
+import { HTTP_HELP, HTTP_OPTIONS, httpSettings } from './http-options.js';
 import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
 import { jsonLogger } from '../log/json-logger.js';
 import { startHttpServer } from '../server/http-server.js';
@@ -31,10 +32,11 @@ ${DATABASE_HELP}
   --stdio                    speak MCP on stdin/stdout instead of HTTP
   --tokens FILE              bearer tokens: {"<token>": {"principal": "...", "workspaces": ["..."]}},
                              each bounded by its own workspaces; re-read when it changes, and while
-                             the file is invalid or missing every token is refused. Without it:
-                             loopback-only dev mode with principal "dev" (or $IDEM_PRINCIPAL on
-                             stdio) and workspace "default".
+                             the file is invalid or missing every token is refused. Without it
+                             (and without --jwt-issuer): loopback-only dev mode with principal
+                             "dev" (or $IDEM_PRINCIPAL on stdio) and workspace "default".
                              With --stdio, $IDEM_TOKEN names the token to act as.
+${HTTP_HELP}
   --retention DUR            how long receipts replay, and delivered webhooks are kept (default 24h)
   --tombstone-retention DUR  how long an expired key is refused after that (default 30d)
   --lock-timeout DUR         wait for the write lock before answering busy (default 5s)
@@ -71,6 +73,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
       'in-flight-wait': { type: 'string', default: '2s' },
       'no-worker': { type: 'boolean', default: false },
       ...WORK_OPTIONS,
+      ...HTTP_OPTIONS,
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -100,11 +103,14 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const sweepMaxDuty = dutyOption('--sweep-max-duty', values['sweep-max-duty']);
   const inFlightWaitMs = durationOption('--in-flight-wait', values['in-flight-wait'], 60_000);
   const work = workSettings(values);
+  const http = httpSettings(values, values.host);
+  if (values.stdio && http.oauth !== undefined)
+    throw new CliError('--jwt-* options are for HTTP; over --stdio use --tokens and $IDEM_TOKEN', 2);
   const registry =
     values.tokens === undefined ? undefined : TokenRegistry.fromFile(values.tokens, { logger });
   const stopWatchingTokens = registry?.watch() ?? (() => undefined);
   const devGrant: Grant | undefined =
-    registry === undefined
+    registry === undefined && http.oauth === undefined
       ? { principal: (values.stdio && process.env.IDEM_PRINCIPAL) || 'dev', workspaces: ['default'] }
       : undefined;
 
@@ -115,7 +121,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
     work.providerUrl === undefined ? await startProvider({ mode: work.providerMode, logger }) : undefined;
   const providerUrl = work.providerUrl ?? (embedded as RunningProvider).url;
   const common = {
-    registry: registry ?? TokenRegistry.fixed(devGrant as Grant),
+    registry: registry ?? (devGrant === undefined ? TokenRegistry.empty() : TokenRegistry.fixed(devGrant)),
     logger,
     faults,
     retentionMs,
@@ -190,13 +196,24 @@ export async function serveCommand(argv: string[]): Promise<void> {
     close = await serveStdio(app, grant);
     logger.info('idem.serving', { transport: 'stdio', db: database.label });
   } else {
-    const http = await startHttpServer(app, {
+    const running = await startHttpServer(app, {
       host: values.host,
       port,
       ...(devGrant === undefined ? {} : { devGrant }),
+      ...(http.oauth === undefined ? {} : { oauth: http.oauth }),
+      ...(http.allowedHosts === undefined ? {} : { allowedHosts: http.allowedHosts }),
+      ...(http.allowedOrigins === undefined ? {} : { allowedOrigins: http.allowedOrigins }),
+      limits: http.limits,
     });
-    close = http.close;
-    logger.info('idem.serving', { transport: 'http', url: http.url, db: database.label });
+    close = running.close;
+    logger.info('idem.serving', {
+      transport: 'http',
+      url: running.url,
+      db: database.label,
+      allowed_hosts: running.policy.hosts.join(','),
+      allowed_origins: running.policy.origins.join(','),
+      ...(running.resource === undefined ? {} : { resource_metadata: running.resource.metadataUrl }),
+    });
   }
 
   const shutdown = async (signal: string) => {

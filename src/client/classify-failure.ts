@@ -12,7 +12,7 @@ import type { ToolError } from './tool-reply.js';
  * A call that threw instead of answering. `transient`: nothing definite was observed (timeout,
  * dropped or refused connection, a gateway's 5xx); the action may or may not have happened, and a
  * retry with the same key is safe. `definitive`: the server or the protocol refused the request
- * itself (a JSON-RPC error, 401/403/404), so repeating it changes nothing. `closed` says the
+ * itself (a JSON-RPC error, 401/403/404, 413 as `invalid_argument`), so repeating it changes nothing. `closed` says the
  * connection is gone and must be replaced before the next attempt.
  */
 export type FailureKind =
@@ -29,6 +29,11 @@ export function classifyFailure(error: unknown): FailureKind {
   if (error instanceof SdkHttpError) {
     const status = error.status;
     if (RETRYABLE_HTTP.has(status)) return transient(`http_${status}`, message, false);
+    if (status === 413) {
+      // Refused before it reached a tool: nothing was done, and the same request will be refused again.
+      const refusal = `the server refused the request as too large (HTTP 413); nothing was done: ${message}`;
+      return { kind: 'definitive', error: { code: 'invalid_argument', message: refusal, retryable: false } };
+    }
     const code = status === 401 || status === 403 ? 'forbidden' : `http_${status}`;
     return { kind: 'definitive', error: { code, message, retryable: false } };
   }

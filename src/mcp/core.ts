@@ -41,3 +41,12 @@ export {
   type PrincipalAuthInfo,
   type MessageReceiver,
 } from './attach-auth-info.js';
+export {
+  identityFromClaims,
+  identityFromAuthInfo,
+  grantedWorkspaces,
+  authorizeByGrant,
+  type IdemIdentity,
+  type IdentityClaimNames,
+} from './idem-identity.js';
+export { prototypeKeyRefusal, prototypeKeyHolder, type ToolCallResponse } from './prototype-key-refusal.js';

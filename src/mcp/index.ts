@@ -10,4 +10,5 @@ export {
   principalOf,
 } from './register-idempotent-tool.js';
 export { registerReadTool } from './register-read-tool.js';
+export { jwtVerifier, DEFAULT_JWT_ALGORITHMS, type JwtVerifierOptions } from './oauth/jwt-verifier.js';
 export * from './core.js';

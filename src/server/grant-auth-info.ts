@@ -14,9 +14,3 @@ export function grantAuthInfo(grant: Grant, label: string): PrincipalAuthInfo {
     extra: { principal: grant.principal, workspaces: [...grant.workspaces] },
   };
 }
-
-/** The workspaces an AuthInfo `extra` (as made by grantAuthInfo) grants; none when it has no list. */
-export function grantedWorkspaces(extra: Readonly<Record<string, unknown>> | undefined): readonly string[] {
-  const workspaces = extra?.workspaces;
-  return Array.isArray(workspaces) ? workspaces.filter((ws): ws is string => typeof ws === 'string') : [];
-}

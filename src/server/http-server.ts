@@ -1,21 +1,51 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
-import { grantAuthInfo } from './grant-auth-info.js';
+import type { OAuthTokenVerifier } from '@modelcontextprotocol/server';
+import { authenticateRequest, type AuthSettings, type HttpReply } from './authenticate-request.js';
+import { BodyBudget } from './body-budget.js';
+import { checkHostAndOrigin, hostOriginPolicy, type HostOriginPolicy } from './host-origin-policy.js';
+import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './http-limits.js';
+import { inboundRefusal } from './inbound-refusal.js';
+import { metadataReply, protectedResource, type ProtectedResource } from './protected-resource.js';
+import { discardBody, readBody } from './read-body.js';
 import type { ServerApp } from './server-app.js';
 import type { Grant } from './token-registry.js';
+
+/** OAuth 2.1 resource-server mode: bearer JWTs from these authorization servers are accepted. */
+export interface HttpOAuthOptions {
+  /** The issuer identifiers named in the protected-resource metadata. */
+  readonly authorizationServers: readonly string[];
+  /**
+   * The resource identifier, and the audience tokens must carry. Default: this server's own URL
+   * (`http://HOST:PORT/mcp`, known once it listens).
+   */
+  readonly audience?: string;
+  /** The verifier for that audience (e.g. `jwtVerifier({ ..., audience })`). */
+  makeVerifier(audience: string): OAuthTokenVerifier;
+  readonly requiredScopes?: readonly string[];
+}
 
 export interface HttpServerOptions {
   host: string;
   port: number;
   /** When set, every request acts as this grant and no token is asked (loopback dev mode). */
   devGrant?: Grant;
-  maxBodyBytes?: number;
+  /** Also (or instead of the tokens file) accept JWT access tokens. */
+  oauth?: HttpOAuthOptions;
+  /** `Host` hostnames to answer (replacing the defaults of hostOriginPolicy); `*` for any. */
+  allowedHosts?: readonly string[];
+  /** `Origin` hostnames to answer (default: the allowed hosts). */
+  allowedOrigins?: readonly string[];
+  limits?: Partial<HttpLimits>;
 }
 
 export interface RunningHttpServer {
   readonly url: string;
   readonly server: Server;
+  readonly policy: HostOriginPolicy;
+  /** The RFC 9728 metadata, in OAuth mode. */
+  readonly resource: ProtectedResource | undefined;
   close(): Promise<void>;
 }
 
@@ -25,9 +55,21 @@ export function isLoopback(host: string): boolean {
   return LOOPBACK.has(host) || host.startsWith('127.');
 }
 
+interface Context {
+  readonly app: ServerApp;
+  readonly auth: AuthSettings;
+  readonly policy: HostOriginPolicy;
+  readonly resource: ProtectedResource | undefined;
+  readonly limits: HttpLimits;
+  readonly budget: BodyBudget;
+}
+
 /**
  * Streamable HTTP at `/mcp`, stateless: each POST gets a fresh McpServer and transport, so any
- * instance can answer any request. Authentication happens here, before MCP sees the request.
+ * instance can answer any request. Before MCP sees a request: its Host and Origin are checked (DNS
+ * rebinding), it is authenticated, its body is read within the limits (413, or 503 when the bodies
+ * of all in-flight requests would pass their budget), and the edge cases the SDK would get wrong
+ * are answered (inboundRefusal). In OAuth mode the protected-resource metadata is served too.
  */
 export async function startHttpServer(
   app: ServerApp,
@@ -36,14 +78,26 @@ export async function startHttpServer(
   if (options.devGrant !== undefined && !isLoopback(options.host)) {
     throw new Error(`dev mode (no --tokens) listens on loopback only; refusing host ${options.host}`);
   }
-  const maxBody = options.maxBodyBytes ?? 1024 * 1024;
-  const server = createServer((req, res) => {
-    handle(app, options, maxBody, req, res).catch((error: unknown) => {
-      app.logger.error('http.error', { code: (error as { code?: string }).code ?? 'internal' });
-      if (!res.headersSent) sendJson(res, 500, jsonRpcError(-32603, 'Internal error'));
-      else res.end();
-    });
-  });
+  const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };
+  // Filled in once the server listens (the resource URL may name the port it got).
+  const ready: { context?: Context } = {};
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      // How often node looks for requests past those timeouts (its default is 30 s).
+      connectionsCheckingInterval: 1000,
+    },
+    (req, res) => {
+      const ctx = ready.context;
+      if (ctx === undefined) return sendJson(res, 503, jsonRpcError(-32000, 'starting'));
+      handle(ctx, req, res).catch((error: unknown) => {
+        app.logger.error('http.error', { code: (error as { code?: string }).code ?? 'internal' });
+        if (!res.headersSent) sendJson(res, 500, jsonRpcError(-32603, 'Internal error'));
+        else res.end();
+      });
+    },
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
@@ -53,9 +107,49 @@ export async function startHttpServer(
   });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}/mcp`;
+  const oauth = options.oauth;
+  const audience = oauth === undefined ? undefined : (oauth.audience ?? url);
+  const resource =
+    oauth === undefined || audience === undefined
+      ? undefined
+      : protectedResource({
+          resource: new URL(audience),
+          authorizationServers: oauth.authorizationServers,
+          ...(oauth.requiredScopes === undefined ? {} : { scopesSupported: oauth.requiredScopes }),
+        });
+  const policy = hostOriginPolicy({
+    bindHost: options.host,
+    ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
+    ...(options.allowedOrigins === undefined ? {} : { allowedOrigins: options.allowedOrigins }),
+    ...(audience === undefined ? {} : { extraHosts: [new URL(audience).hostname] }),
+  });
+  ready.context = {
+    app,
+    policy,
+    resource,
+    limits,
+    budget: new BodyBudget(limits.maxBufferedBytes),
+    auth: {
+      ...(options.devGrant === undefined ? {} : { devGrant: options.devGrant }),
+      ...(app.registry.fromFile ? { registry: app.registry } : {}),
+      ...(oauth === undefined || resource === undefined || audience === undefined
+        ? {}
+        : {
+            oauth: {
+              verifier: oauth.makeVerifier(audience),
+              requiredScopes: oauth.requiredScopes ?? [],
+              resourceMetadataUrl: resource.metadataUrl,
+              expectedResource: new URL(audience),
+            },
+          }),
+    },
+  };
   return {
-    url: `http://${host}:${address.port}/mcp`,
+    url,
     server,
+    policy,
+    resource,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -64,38 +158,70 @@ export async function startHttpServer(
   };
 }
 
-async function handle(
-  app: ServerApp,
-  options: HttpServerOptions,
-  maxBody: number,
-  req: IncomingMessage,
-  res: ServerResponse,
-): Promise<void> {
-  const path = (req.url ?? '/').split('?')[0];
+async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { app, limits } = ctx;
+  const verdict = checkHostAndOrigin(req, ctx.policy);
+  if (!verdict.ok) {
+    app.logger.warn('http.host_refused', { reason: verdict.reason });
+    discardBody(req);
+    return sendJson(res, 403, jsonRpcError(-32000, `Forbidden: ${verdict.message}`));
+  }
+  const path = (req.url ?? '/').split('?')[0] as string;
+  if (ctx.resource?.paths.includes(path)) return sendReply(res, metadataReply(req.method, ctx.resource));
   if (path !== '/mcp') return sendJson(res, 404, { error: 'not_found', message: 'the MCP endpoint is /mcp' });
   if (req.method !== 'POST') {
     res.setHeader('Allow', 'POST');
     return sendJson(res, 405, jsonRpcError(-32000, 'Method not allowed: this server is stateless, use POST'));
   }
-  const grant = options.devGrant ?? authenticate(app, req);
-  if (grant === undefined) {
+  const authenticated = await authenticateRequest(req, ctx.auth);
+  if (!authenticated.ok) {
     app.logger.warn('http.unauthorized', {
-      reason: req.headers.authorization ? 'unknown_token' : 'missing_token',
+      reason: authenticated.reason,
+      ...(authenticated.detail === undefined ? {} : { detail: authenticated.detail }),
     });
-    res.setHeader('WWW-Authenticate', 'Bearer realm="idem"');
-    return sendJson(res, 401, { error: 'unauthorized', message: 'a valid bearer token is required' });
+    discardBody(req);
+    return sendReply(res, authenticated.reply);
   }
+  const held = { bytes: 0 };
+  res.once('close', () => ctx.budget.release(held.bytes));
+  const read = await readBody(req, limits.maxBodyBytes, ctx.budget);
+  if (read.kind === 'aborted') return;
+  if (read.kind === 'too_large') {
+    app.logger.warn('http.too_large', { limit_bytes: limits.maxBodyBytes });
+    return sendJson(
+      res,
+      413,
+      jsonRpcError(
+        -32600,
+        `Request body too large: the limit is ${limits.maxBodyBytes} bytes; nothing was done`,
+      ),
+    );
+  }
+  if (read.kind === 'over_budget') {
+    app.logger.warn('http.over_budget', {
+      buffered_bytes: ctx.budget.usedBytes,
+      limit_bytes: limits.maxBufferedBytes,
+    });
+    res.setHeader('Retry-After', '1');
+    return sendJson(
+      res,
+      503,
+      jsonRpcError(-32000, 'Server busy: too many request bodies in flight; retry shortly, nothing was done'),
+    );
+  }
+  held.bytes = read.reservedBytes;
   let body: unknown;
   try {
-    body = JSON.parse(await readBody(req, maxBody));
-  } catch (error) {
-    if ((error as Error).message === 'too_large') {
-      return sendJson(res, 413, jsonRpcError(-32600, `request body over ${maxBody} bytes`));
-    }
+    body = JSON.parse(read.text);
+  } catch {
     return sendJson(res, 400, jsonRpcError(-32700, 'Parse error: the body is not JSON'));
   }
-  // The token's own workspaces travel with the request: they, not the principal's, bound it.
-  const auth = grantAuthInfo(grant, options.devGrant === undefined ? 'bearer' : 'dev');
+  const version = req.headers['mcp-protocol-version'];
+  const refusal = inboundRefusal(body, typeof version === 'string' ? version : undefined);
+  if (refusal !== undefined) {
+    app.logger.info('http.refused', { reason: refusal.reason, status: refusal.status });
+    return sendJson(res, refusal.status, refusal.body);
+  }
   const mcp = app.createMcpServer();
   const transport = new NodeStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
@@ -106,33 +232,7 @@ async function handle(
     void mcp.close();
   });
   await mcp.connect(transport);
-  await transport.handleRequest(Object.assign(req, { auth }), res, body);
-}
-
-function authenticate(app: ServerApp, req: IncomingMessage): Grant | undefined {
-  const header = req.headers.authorization;
-  if (header === undefined) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (match === null) return undefined;
-  return app.registry.grantFor(match[1] as string);
-}
-
-function readBody(req: IncomingMessage, maxBytes: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > maxBytes) {
-        reject(new Error('too_large'));
-        req.destroy();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
+  await transport.handleRequest(Object.assign(req, { auth: authenticated.auth }), res, body);
 }
 
 function jsonRpcError(code: number, message: string) {
@@ -140,7 +240,10 @@ function jsonRpcError(code: number, message: string) {
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.statusCode = status;
-  res.setHeader('Content-Type', 'application/json');
-  res.end(JSON.stringify(body));
+  sendReply(res, { status, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+}
+
+function sendReply(res: ServerResponse, reply: HttpReply): void {
+  res.writeHead(reply.status, reply.headers);
+  res.end(reply.body);
 }

@@ -4,7 +4,7 @@ import { silentLogger, type Logger } from '../core/logger.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
 import { DEFAULT_RETENTION_MS, Executor } from '../executor/executor.js';
 import type { Store } from '../store/store.js';
-import { grantedWorkspaces } from './grant-auth-info.js';
+import { authorizeByGrant } from '../mcp/idem-identity.js';
 import type { TokenRegistry } from './token-registry.js';
 
 export const DEFAULT_TOMBSTONE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
@@ -62,7 +62,7 @@ export function referenceExecutor<App>(
     store,
     clock: settings.clock,
     logger: settings.logger,
-    authorize: (_principal, workspace, { credentials }) => grantedWorkspaces(credentials).includes(workspace),
+    authorize: authorizeByGrant,
     ...(inFlightWaitMs === undefined ? {} : { inFlightWaitMs }),
   });
 }

@@ -15,7 +15,7 @@ import type { IdemTool } from '../mcp/idem-tool.js';
 import { durableTool, idempotentTool, workspaceField } from '../mcp/idempotent-tool.js';
 import { readTool, type ReadContext } from '../mcp/read-tool.js';
 import { registerIdemTool } from '../mcp/register-idempotent-tool.js';
-import { grantedWorkspaces } from './grant-auth-info.js';
+import { grantedWorkspaces } from '../mcp/idem-identity.js';
 import type { NotesRepository } from './notes-repository.js';
 
 export interface ReferenceToolsOptions<App> {

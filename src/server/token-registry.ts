@@ -74,6 +74,11 @@ export class TokenRegistry {
     return new TokenRegistry(undefined, grant, { recheckMs: Number.POSITIVE_INFINITY });
   }
 
+  /** No tokens at all (a server that authenticates otherwise, e.g. with JWT access tokens only). */
+  static empty(): TokenRegistry {
+    return new TokenRegistry(undefined, undefined, { recheckMs: Number.POSITIVE_INFINITY });
+  }
+
   get fromFile(): boolean {
     return this.#path !== undefined;
   }

@@ -5,6 +5,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
 import { buildExamples, examplePath, runExample, startExample } from '../helpers/example-fixtures.js';
+import { TestIssuer } from '../helpers/test-issuer.js';
 import {
   REPO_ROOT,
   callTool,
@@ -97,6 +98,57 @@ describe.each(['custom-tool', 'custom-tool-v1'])('README example %s (a stdio ser
     const elsewhere = await callTool(client, 'create_ticket', { ...args, workspace: 'team-b' });
     expect(elsewhere.sc.error?.code).toBe('forbidden');
     expect(ticketRows(dbPath)).toEqual([{ workspace: 'team-a', title: 'From the README' }]);
+  });
+});
+
+describe('README example oauth-resource-server (JWT access tokens over HTTP)', () => {
+  it('acts as the token subject in the token workspaces, and challenges without a token', async () => {
+    const issuer = await TestIssuer.start();
+    try {
+      const port = await freePort();
+      const url = `http://127.0.0.1:${port}/mcp`;
+      const dbPath = join(makeTempDir(), 'tickets.sqlite');
+      startExample('oauth-resource-server', {
+        RESOURCE_URL: url,
+        ISSUER: issuer.issuer,
+        JWKS_URL: issuer.jwksUrl,
+        TICKETS_DB: dbPath,
+      });
+      const token = await issuer.sign({ sub: 'alice', workspaces: ['team-a'], scope: 'tickets' }, url);
+      let client: Client | undefined;
+      for (let i = 0; i < 100 && client === undefined; i += 1) {
+        client = await connectHttp(url, token).catch(async () => {
+          await new Promise((r) => setTimeout(r, 100));
+          return undefined;
+        });
+      }
+      if (client === undefined) throw new Error('the example did not start');
+      clients.push(client);
+      const args = { idempotency_key: randomUUID(), workspace: 'team-a', title: 'Over OAuth' };
+      const first = await callTool(client, 'create_ticket', args);
+      expect(first.sc).toMatchObject({ status: 'succeeded', replayed: false });
+      expect((await callTool(client, 'create_ticket', args)).sc).toEqual({ ...first.sc, replayed: true });
+      const elsewhere = await callTool(client, 'create_ticket', { ...args, workspace: 'team-b' });
+      expect(elsewhere.sc.error?.code).toBe('forbidden');
+      expect(ticketRows(dbPath)).toEqual([{ workspace: 'team-a', title: 'Over OAuth' }]);
+      const anonymous = await fetch(url, { method: 'POST', body: '{}' });
+      expect(anonymous.status).toBe(401);
+      const challenge = anonymous.headers.get('www-authenticate') ?? '';
+      const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)?.[1] ?? '';
+      expect(await (await fetch(metadataUrl)).json()).toEqual({
+        resource: url,
+        authorization_servers: [issuer.issuer],
+      });
+      const unscoped = await issuer.sign({ sub: 'alice', workspaces: ['team-a'] }, url);
+      const refused = await fetch(url, {
+        method: 'POST',
+        body: '{}',
+        headers: { Authorization: `Bearer ${unscoped}` },
+      });
+      expect(refused.status).toBe(403);
+    } finally {
+      await issuer.close();
+    }
   });
 });
 
