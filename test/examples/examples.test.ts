@@ -186,3 +186,13 @@ describe('README example fastmcp (a FastMCP server over HTTP)', () => {
     expect(ticketRows(dbPath)).toHaveLength(1);
   });
 });
+
+describe('README example store-contract (node:test)', () => {
+  it('runs every case of the contract suite against the memory store, and all pass', async () => {
+    const out = await runExample('store-contract', {});
+    const count = (name: string) => Number(new RegExp(`^# ${name} (\\d+)$`, 'm').exec(out)?.[1] ?? -1);
+    expect(count('tests')).toBeGreaterThanOrEqual(70);
+    expect(count('pass')).toBe(count('tests'));
+    expect(count('fail')).toBe(0);
+  });
+});
