@@ -19,6 +19,7 @@ export { jsonLogger } from './log/json-logger.js';
 export { toLogger, type LoggerOption, type PinoLike, type ConsoleLike } from './log/to-logger.js';
 export { FaultPoints, type FaultPoint, type FaultAction } from './core/fault-points.js';
 export { DEFAULT_SWEEP_BATCH_BUDGET_MS, DEFAULT_SWEEP_MAX_DUTY } from './core/batch-sizer.js';
+export { DEFAULT_TOMBSTONE_TTL_MS } from './core/tombstone-ttl.js';
 export {
   Executor,
   DEFAULT_RETENTION_MS,
