@@ -2,7 +2,7 @@ import { replyError } from '../../client/tool-reply.js';
 import { CliError } from '../cli-error.js';
 import type { CheckConnection } from '../check-connection.js';
 import { formatJsonPath, readJsonPath, type JsonPath } from './json-path.js';
-import type { CountSpec } from './tool-plan.js';
+import type { CountSpec } from './count-spec.js';
 import { isObject } from './unique-template.js';
 
 /** A count that one call of the tool was seen to move by `perAction`. */
