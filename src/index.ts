@@ -3,8 +3,10 @@ export {
   isIdemError,
   toIdemError,
   ERROR_CODES,
+  NEXT_STEPS,
   storageCauseOf,
   type ErrorCode,
+  type NextStep,
   type IdemErrorOptions,
   type StorageCause,
 } from './core/errors.js';

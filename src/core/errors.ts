@@ -17,6 +17,17 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+/**
+ * What a caller can do next, as a fact that the front end puts in its own words (the MCP layer
+ * names its status tool and the operators' command): `follow_operation`, read the operation by its
+ * id (a retry with the same key is safe too); `operator_settles`, an operator must establish whether
+ * the action took effect and settle the operation; `new_key`, nothing was done and trying again is a
+ * new action with a new key. The executor states it; it never writes a tool's name.
+ */
+export const NEXT_STEPS = ['follow_operation', 'operator_settles', 'new_key'] as const;
+
+export type NextStep = (typeof NEXT_STEPS)[number];
+
 /** Whether a caller may retry the same call unchanged, per code, unless an error says otherwise. */
 const RETRYABLE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   invalid_argument: false,
@@ -38,8 +49,10 @@ export interface IdemErrorOptions {
   /** A hint for when a retry may succeed, in milliseconds. */
   retryAfterMs?: number;
   operationId?: string;
-  /** What the caller should do next, in one sentence a model can follow. */
+  /** What the caller should do next, in one sentence a model can follow. Wins over `nextStep`. */
   nextAction?: string;
+  /** What the caller should do next as a fact (with `operationId`), for the front end to word. */
+  nextStep?: NextStep;
   cause?: unknown;
 }
 
@@ -99,6 +112,7 @@ export class IdemError extends Error {
   readonly retryAfterMs: number | undefined;
   readonly operationId: string | undefined;
   readonly nextAction: string | undefined;
+  readonly nextStep: NextStep | undefined;
 
   constructor(code: ErrorCode, message: string, options: IdemErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -107,6 +121,7 @@ export class IdemError extends Error {
     this.retryAfterMs = options.retryAfterMs;
     this.operationId = options.operationId;
     this.nextAction = options.nextAction;
+    this.nextStep = options.nextStep;
   }
 }
 
