@@ -2,6 +2,7 @@ export {
   IdemError,
   isIdemError,
   toIdemError,
+  isAbortReason,
   ERROR_CODES,
   NEXT_STEPS,
   storageCauseOf,

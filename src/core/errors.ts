@@ -12,6 +12,7 @@ export const ERROR_CODES = [
   'unavailable',
   'in_progress',
   'outcome_unknown',
+  'aborted',
   'internal',
 ] as const;
 
@@ -41,6 +42,8 @@ const RETRYABLE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   unavailable: false,
   in_progress: true,
   outcome_unknown: false,
+  // The caller's own signal ended the call before anything committed: the same call may be sent again.
+  aborted: true,
   internal: false,
 };
 
@@ -136,8 +139,26 @@ export function isIdemError(value: unknown): value is IdemError {
   );
 }
 
-/** Wraps anything thrown into an IdemError, keeping IdemErrors as they are. */
-export function toIdemError(value: unknown, message = 'internal error'): IdemError {
+/**
+ * True when `value` is how an abort surfaces: the reason of `signal` once it aborted, or an error
+ * named `AbortError` (a signal's default reason, `throwIfAborted()`, Node's own aborted APIs).
+ */
+export function isAbortReason(value: unknown, signal?: AbortSignal): boolean {
+  if (signal?.aborted === true && value === signal.reason) return true;
+  return typeof value === 'object' && value !== null && (value as { name?: unknown }).name === 'AbortError';
+}
+
+/**
+ * Wraps anything thrown into an IdemError, keeping IdemErrors as they are. An abort (see
+ * isAbortReason; pass the call's `signal` so that a reason of your own is recognised too) becomes
+ * `aborted`, never `internal`: it says nothing about the tool or the storage.
+ */
+export function toIdemError(value: unknown, message = 'internal error', signal?: AbortSignal): IdemError {
   if (isIdemError(value)) return value;
+  if (isAbortReason(value, signal)) {
+    return new IdemError('aborted', 'the call was aborted by its caller before it completed', {
+      cause: value,
+    });
+  }
   return new IdemError('internal', message, { cause: value });
 }

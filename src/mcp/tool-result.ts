@@ -57,6 +57,7 @@ const STATUS_BY_CODE: Record<ErrorCode, (typeof RESULT_STATUSES)[number]> = {
   unavailable: 'rejected',
   in_progress: 'running',
   outcome_unknown: 'outcome_unknown',
+  aborted: 'rejected',
   internal: 'failed',
 };
 
