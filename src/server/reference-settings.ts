@@ -6,8 +6,9 @@ import { DEFAULT_RETENTION_MS, Executor } from '../executor/executor.js';
 import type { IdemStore } from '../ports/idem-store.js';
 import { authorizeByGrant } from '../mcp/idem-identity.js';
 import type { TokenRegistry } from './token-registry.js';
+import { DEFAULT_TOMBSTONE_TTL_MS } from '../core/tombstone-ttl.js';
 
-export const DEFAULT_TOMBSTONE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
+export { DEFAULT_TOMBSTONE_TTL_MS };
 
 /** What the reference server is configured with, whatever its engine. */
 export interface ReferenceSettingsOptions {

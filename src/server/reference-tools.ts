@@ -8,6 +8,7 @@ import type { OperationRecord } from '../core/operation-record.js';
 import { isActive } from '../core/operation-state.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
 import { outcomeOf } from '../executor/call-outcome.js';
+import { nextActionOf } from '../mcp/follow-up.js';
 import { errorContent } from '../mcp/tool-result.js';
 import type { Executor } from '../executor/executor.js';
 import { requestCancel } from '../operations/ledger-commands.js';
@@ -224,7 +225,7 @@ export function operationView(record: OperationRecord): JsonObject {
     expires_at: iso(record.expiresAt),
     result: record.result,
     error: outcome.ok ? undefined : (errorContent(outcome.error).error as JsonValue),
-    next_action: outcome.ok ? undefined : outcome.error.nextAction,
+    next_action: outcome.ok ? undefined : nextActionOf(outcome.error),
     resolved_by: record.resolvedBy,
     resolved_at: iso(record.resolvedAt),
   };
