@@ -2,7 +2,7 @@ import type { Clock } from '../../core/clock.js';
 import { IdemError } from '../../core/errors.js';
 import type { SignalOption } from '../../ports/maybe-async.js';
 import type { SqliteDatabase, SqliteStatement } from './sqlite-database.js';
-import { isSqliteBusy, translateSqliteError } from './sqlite-errors.js';
+import { isSqliteBusy, isSqliteError, translateSqliteError } from './sqlite-errors.js';
 
 export interface WriteOptions extends SignalOption {
   /**
@@ -293,6 +293,8 @@ export class SqliteTransactor {
         settled.push({ write, ok: true, value });
       } catch (error) {
         const failure = this.#translate(error);
+        // What the body threw of its own (an effect's error, an abort) comes out unchanged.
+        const own = isSqliteError(error) ? failure : error;
         if (!this.#db.inTransaction) {
           // SQLite rolled the whole transaction back (full disk, I/O error, out of memory, ...): the
           // writes before this one went with it, for the same reason when the storage failed, and
@@ -306,7 +308,7 @@ export class SqliteTransactor {
           const failed: Settlement[] = settled.map((s) =>
             s.ok ? { write: s.write, ok: false, error: lost } : s,
           );
-          failed.push({ write, ok: false, error: failure });
+          failed.push({ write, ok: false, error: own });
           this.#pending.unshift(...batch.slice(index + 1));
           settle(failed);
           return true;
@@ -320,7 +322,7 @@ export class SqliteTransactor {
             return true;
           }
         }
-        settled.push({ write, ok: false, error: failure });
+        settled.push({ write, ok: false, error: own });
       }
     }
     if (!isolated && settled[0]?.ok === false) {
