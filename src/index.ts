@@ -45,3 +45,14 @@ export {
   type AttemptStart,
   type Resolution,
 } from './operations/ledger-commands.js';
+export { SqlStore, sqlStore, type SqlStoreOptions } from './adapters/sql/sql-store.js';
+export type {
+  CallSql,
+  SqlConnection,
+  SqlDialect,
+  SqlDriver,
+  SqlStatement,
+  SqlTransactionOptions,
+  SqlValue,
+  SweepPacing,
+} from './adapters/sql/sql-driver.js';

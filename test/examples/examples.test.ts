@@ -6,6 +6,8 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
 import { buildExamples, examplePath, runExample, startExample } from '../helpers/example-fixtures.js';
 import { TestIssuer } from '../helpers/test-issuer.js';
+import pg from 'pg';
+import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 import {
   REPO_ROOT,
   callTool,
@@ -194,5 +196,47 @@ describe('README example store-contract (node:test)', () => {
     expect(count('tests')).toBeGreaterThanOrEqual(70);
     expect(count('pass')).toBe(count('tests'));
     expect(count('fail')).toBe(0);
+  });
+});
+
+describe('README examples: your own database layer without an ORM', () => {
+  const expectOneInvoice = (out: string) => {
+    const printed = JSON.parse(out.trim()) as {
+      first: Record<string, unknown>;
+      retry: Record<string, unknown>;
+      conflict: unknown;
+    };
+    expect(printed.first).toMatchObject({ status: 'succeeded' });
+    expect(printed.retry).toEqual({ ...printed.first, replayed: true });
+    expect(printed.conflict).toBe('payload_conflict');
+    return printed.first.resource_id as string;
+  };
+
+  it('own-sqlite-database: one invoice row, replayed, conflict on other arguments', async () => {
+    const dbPath = join(makeTempDir(), 'app.sqlite');
+    const id = expectOneInvoice(await runExample('own-sqlite-database', { APP_DB: dbPath }));
+    const db = openSqlite(dbPath, { readonly: true });
+    try {
+      expect(db.prepare('SELECT id FROM invoices').all()).toEqual([{ id }]);
+    } finally {
+      db.close();
+    }
+  });
+
+  it.skipIf(!postgresAvailable)('own-pg-pool: one invoice row in the same database, replayed', async () => {
+    const schema = `example_${randomUUID().replaceAll('-', '')}`;
+    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE SCHEMA ${schema}`);
+      const url = new URL(POSTGRES_URL);
+      url.searchParams.set('options', `-c search_path=${schema}`);
+      const id = expectOneInvoice(await runExample('own-pg-pool', { DATABASE_URL: url.toString() }));
+      const { rows } = await admin.query(`SELECT id FROM ${schema}.invoices`);
+      expect(rows).toEqual([{ id }]);
+    } finally {
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await admin.end();
+    }
   });
 });

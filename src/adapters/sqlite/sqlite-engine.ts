@@ -9,7 +9,7 @@ import type { SqliteDatabase } from './sqlite-database.js';
 import { sqliteDialect } from './sqlite-dialect.js';
 import { isSqliteBusy, translateSqliteError } from './sqlite-errors.js';
 import { migrateSqlite } from './sqlite-schema.js';
-import type { SqliteStoreOptions } from './sqlite-store.js';
+import type { SqliteStoreOptions } from './sqlite-store-options.js';
 import { SqliteTransactor, type TransactorOptions } from './sqlite-transactor.js';
 
 /** Default bound of one group-commit batch. */
