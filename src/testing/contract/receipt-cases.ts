@@ -114,8 +114,11 @@ export function receiptCases<Tx>(factory: StoreContractFactory<Tx>): Array<Case<
         await assert.rejects(
           h.transact(key, function* (tx) {
             yield* step(tx.put(receiptRecord(key, h.now), undefined));
-            seenInside.push(h.store.receipts.lookup(identity(key)), other.receipts.lookup(identity(key)));
+            // A synchronous body runs within one tick: nothing but the body itself could look meanwhile
+            // (and a lookup on its own connection would read its own transaction), so only
+            // asynchronous stores are asked during the body.
             if (!h.store.capabilities.synchronous) {
+              seenInside.push(h.store.receipts.lookup(identity(key)), other.receipts.lookup(identity(key)));
               for (const seen of seenInside)
                 assert.equal(yield* step(seen), undefined, 'lookup during the body');
             }
