@@ -45,7 +45,8 @@ export function outcomeOf(record: OperationRecord, replayed: boolean, attemptId:
     case 'cancelled':
       return {
         ok: true,
-        result: {
+        // A handler that stopped its effect on request (a command) stored what it had done so far.
+        result: record.result ?? {
           status: 'cancelled',
           operation_id: operationId,
           next_action: 'Nothing was done. Use a new idempotency_key to try again.',
