@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
 import { newAttemptId } from '../../src/core/ids.js';
+import type { Store } from '../../src/store/store.js';
 import { postgresAvailable } from '../helpers/postgres-fixtures.js';
 import type { Engine } from '../operations/operations-fixtures.js';
 import { alive, commandHarness, until } from './command-fixtures.js';
@@ -252,7 +253,7 @@ describe.each(engines)('run_command on %s', (engine) => {
 });
 
 /** A worker that claimed the operation and recorded its attempt as dispatched, then died. */
-async function crashAfterDispatch(store: import('../../src/store/store.js').Store<unknown>, opId: string) {
+async function crashAfterDispatch(store: Store<unknown>, opId: string) {
   const now = systemClock.now();
   const claimed = await store.claimDue({ workerId: 'dead-worker', now, leaseMs: 200 });
   expect(claimed?.operationId).toBe(opId);
