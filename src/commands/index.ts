@@ -39,3 +39,4 @@ export {
   type OutputSummary,
 } from './command-output.js';
 export { runProcess, type ProcessRun, type RunProcessOptions, type StopCause } from './command-process.js';
+export { startCommandWorkers, type CommandWorkersOptions } from './command-workers.js';
