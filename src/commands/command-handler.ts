@@ -157,7 +157,7 @@ export class CommandHandler implements DurableHandler {
     const what =
       spec === undefined
         ? `command ${JSON.stringify(name)}`
-        : `command ${JSON.stringify(name)} (${JSON.stringify(spec.argv.join(' '))} in ${spec.cwd})`;
+        : `command ${JSON.stringify(name)} (argv ${JSON.stringify(spec.argv)} in ${spec.cwd})`;
     const started = this.#meta(operation.operationId);
     const pid = typeof started?.pid === 'number' ? ` as process group ${started.pid}` : '';
     const printed = readOutput(outputPaths(this.outputDir, operation.operationId).out, 0, 0);
