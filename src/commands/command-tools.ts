@@ -5,6 +5,7 @@ import { isActive } from '../core/operation-state.js';
 import type { Executor } from '../executor/executor.js';
 import type { IdemTool } from '../mcp/idem-tool.js';
 import { durableTool } from '../mcp/idempotent-tool.js';
+import { humanDuration } from '../mcp/tool-description.js';
 import { readTool, type ReadContext } from '../mcp/read-tool.js';
 import { outputPaths, readOutput } from './command-output.js';
 import { RUN_COMMAND, type CommandHandler } from './command-handler.js';
@@ -47,7 +48,7 @@ export function commandTools<App>(options: CommandToolsOptions<App>): IdemTool[]
   const listing = [...handler.commands.values()]
     .map(
       (spec) =>
-        `- ${spec.name}${spec.description === '' ? '' : `: ${spec.description}`} (timeout ${Math.round(spec.timeoutMs / 1000)} s${spec.rerunnable ? ', rerunnable' : ''})`,
+        `- ${spec.name}${spec.description === '' ? '' : `: ${spec.description}`} (timeout ${humanDuration(spec.timeoutMs)}${spec.rerunnable ? ', rerunnable' : ''})`,
     )
     .join('\n');
 
