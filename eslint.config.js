@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import roomsPlugin from './scripts/eslint-rooms.mjs';
 
 const anySdk = {
   group: ['@modelcontextprotocol/*'],
@@ -92,6 +93,13 @@ export default tseslint.config(
   {
     files: ['src/**'],
     rules: { 'no-console': 'error' },
+  },
+  {
+    // The library never imports the applications (src/server, src/provider, src/cli); the CLI alone
+    // imports the other two. See scripts/eslint-rooms.mjs.
+    files: ['src/**/*.ts'],
+    plugins: { idem: roomsPlugin },
+    rules: { 'idem/rooms': 'error' },
   },
   {
     files: ['test/**'],

@@ -2,9 +2,12 @@ export {
   IdemError,
   isIdemError,
   toIdemError,
+  isAbortReason,
   ERROR_CODES,
+  NEXT_STEPS,
   storageCauseOf,
   type ErrorCode,
+  type NextStep,
   type IdemErrorOptions,
   type StorageCause,
 } from './core/errors.js';
@@ -19,6 +22,7 @@ export { jsonLogger } from './log/json-logger.js';
 export { toLogger, type LoggerOption, type PinoLike, type ConsoleLike } from './log/to-logger.js';
 export { FaultPoints, type FaultPoint, type FaultAction } from './core/fault-points.js';
 export { DEFAULT_SWEEP_BATCH_BUDGET_MS, DEFAULT_SWEEP_MAX_DUTY } from './core/batch-sizer.js';
+export { DEFAULT_TOMBSTONE_TTL_MS } from './core/tombstone-ttl.js';
 export {
   Executor,
   DEFAULT_RETENTION_MS,
@@ -28,14 +32,16 @@ export {
   type CallOutcome,
   type ExecutorOptions,
 } from './executor/executor.js';
-export type {
-  Store,
-  CommitUnit,
-  CommitOutcome,
-  EffectContext,
-  EffectResult,
-  SweepOptions,
-  SweepResult,
-  ListOptions,
-  SignalOption,
-} from './store/store.js';
+export type { EffectContext, EffectResult } from './executor/effect.js';
+export { commitOnce, type CommitUnit, type CommitOutcome } from './executor/commit-once.js';
+export * from './ports/index.js';
+export {
+  transition,
+  startAttempt,
+  requestCancel,
+  resolve,
+  type OperationPatch,
+  type TransitionRequest,
+  type AttemptStart,
+  type Resolution,
+} from './operations/ledger-commands.js';

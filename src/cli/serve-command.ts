@@ -8,7 +8,8 @@ import { HTTP_HELP, HTTP_OPTIONS, httpSettings } from './http-options.js';
 import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
 import { jsonLogger } from '../log/json-logger.js';
 import { startHttpServer } from '../server/http-server.js';
-import { DEFAULT_TOMBSTONE_TTL_MS, ReferenceApp } from '../server/reference-app.js';
+import { DEFAULT_TOMBSTONE_TTL_MS } from '../core/tombstone-ttl.js';
+import { ReferenceApp } from '../server/reference-app.js';
 import { PostgresReferenceApp } from '../server/postgres-reference-app.js';
 import type { ServerApp } from '../server/server-app.js';
 import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec } from './database-options.js';
@@ -174,6 +175,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
     ? async () => undefined
     : startBackgroundWork({
         store: app.store,
+        faults: app.faults,
         providerUrl,
         providerMode: work.providerMode,
         policy: work.policy,

@@ -81,7 +81,7 @@ export function commandTools<App>(options: CommandToolsOptions<App>): IdemTool[]
 
   /** The caller's own command operation; anything else answers exactly like an unknown id. */
   const ownCommand = async (operationId: string, principal: string, read: ReadContext) => {
-    const record: OperationRecord | undefined = await executor.store.getOperation(operationId, read);
+    const record: OperationRecord | undefined = await executor.store.ledger.get(operationId, read);
     if (
       record === undefined ||
       record.identity.principal !== principal ||

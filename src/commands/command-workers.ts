@@ -2,11 +2,11 @@ import type { Clock } from '../core/clock.js';
 import type { LoggerOption } from '../log/to-logger.js';
 import type { DurableHandler } from '../operations/durable-handler.js';
 import { Worker } from '../operations/worker.js';
-import type { Store } from '../store/store.js';
+import type { IdemStore } from '../ports/idem-store.js';
 import { RUN_COMMAND, type CommandHandler } from './command-handler.js';
 
 export interface CommandWorkersOptions<App> {
-  readonly store: Store<App>;
+  readonly store: Pick<IdemStore<App>, 'ledger'>;
   readonly handler: CommandHandler;
   /** Worker loops, each running one operation at a time. Default 2. */
   readonly concurrency?: number;

@@ -1,10 +1,10 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
-import type { Store } from '../store/store.js';
+import type { OperationsLedger } from '../ports/operations-ledger.js';
 import { errorMessage } from './polling-loop.js';
 
 export interface CancelWatchOptions {
-  readonly store: Pick<Store<unknown>, 'getOperation'>;
+  readonly ledger: Pick<OperationsLedger, 'get'>;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly operationId: string;
@@ -14,7 +14,7 @@ export interface CancelWatchOptions {
 
 /**
  * Watches one operation while a long dispatch runs (a command) and aborts `signal` once it is
- * `cancel_requested`. It only reads (`getOperation`, the store's ordinary lock-free read): the
+ * `cancel_requested`. It only reads (`ledger.get`, the ledger's ordinary lock-free read): the
  * cancel request is already committed by `requestCancel`, and settling it stays the worker's
  * guarded write after the dispatch returns. A read that fails is logged and tried again.
  */
@@ -43,7 +43,7 @@ export class CancelWatch {
   }
 
   async #run(): Promise<void> {
-    const { store, clock, logger, operationId, intervalMs } = this.#options;
+    const { ledger, clock, logger, operationId, intervalMs } = this.#options;
     for (;;) {
       try {
         await clock.sleep(intervalMs, { signal: this.#stopping.signal });
@@ -51,7 +51,7 @@ export class CancelWatch {
         return;
       }
       try {
-        const record = await store.getOperation(operationId);
+        const record = await ledger.get(operationId);
         if (this.#stopping.signal.aborted) return;
         if (record?.status === 'cancel_requested') {
           logger.info('op.cancel_observed', { operation_id: operationId });

@@ -8,9 +8,11 @@ import type { OperationRecord } from '../core/operation-record.js';
 import { isActive } from '../core/operation-state.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
 import { outcomeOf } from '../executor/call-outcome.js';
+import { nextActionOf } from '../mcp/follow-up.js';
 import { errorContent } from '../mcp/tool-result.js';
 import type { Executor } from '../executor/executor.js';
-import type { EffectResult } from '../store/store.js';
+import { requestCancel } from '../operations/ledger-commands.js';
+import type { EffectResult } from '../executor/effect.js';
 import type { IdemTool } from '../mcp/idem-tool.js';
 import { durableTool, idempotentTool, workspaceField } from '../mcp/idempotent-tool.js';
 import { readTool, type ReadContext } from '../mcp/read-tool.js';
@@ -104,7 +106,7 @@ export function referenceTools<App>(options: ReferenceToolsOptions<App>): IdemTo
     readOnly: false,
     handler: async (args, principal, read) => {
       const before = await ownOperation(args.operation_id, principal, read);
-      const after = await executor.store.requestCancel(args.operation_id, clock.now(), read);
+      const after = await requestCancel(executor.store.ledger, args.operation_id, clock.now(), read);
       const record = after ?? before;
       const cancel =
         before.status === 'cancel_requested'
@@ -154,7 +156,7 @@ export function referenceTools<App>(options: ReferenceToolsOptions<App>): IdemTo
 
   /** The caller's own operation; another principal's gets exactly the answer an unknown id gets. */
   async function ownOperation(operationId: string, principal: string, read: ReadContext) {
-    const record = await executor.store.getOperation(operationId, read);
+    const record = await executor.store.ledger.get(operationId, read);
     if (record === undefined || record.identity.principal !== principal) {
       throw new IdemError('not_found', 'no such operation');
     }
@@ -236,7 +238,7 @@ export function operationView(record: OperationRecord): JsonObject {
     expires_at: iso(record.expiresAt),
     result: record.result,
     error: outcome.ok ? undefined : (errorContent(outcome.error).error as JsonValue),
-    next_action: outcome.ok ? undefined : outcome.error.nextAction,
+    next_action: outcome.ok ? undefined : nextActionOf(outcome.error),
     resolved_by: record.resolvedBy,
     resolved_at: iso(record.resolvedAt),
   };

@@ -9,14 +9,14 @@ import { parseCommands } from '../../src/commands/command-spec.js';
 import { commandTools } from '../../src/commands/command-tools.js';
 import type { IdemTool } from '../../src/mcp/idem-tool.js';
 import { Worker } from '../../src/operations/worker.js';
-import type { Store } from '../../src/store/store.js';
+import type { IdemStore } from '../../src/ports/idem-store.js';
 import { memoryLogger, openEngineStore, tempDir, type Engine } from '../operations/operations-fixtures.js';
 
 export const WORKSPACE = 'team-a';
 
 export interface CommandHarness {
   readonly dir: string;
-  readonly store: Store<unknown>;
+  readonly store: IdemStore;
   readonly handler: CommandHandler;
   readonly logger: ReturnType<typeof memoryLogger>;
   /** The side file commands append to (`$SIDE`). */
@@ -69,7 +69,7 @@ export async function commandHarness(
     return { isError: result.isError === true, sc: result.structuredContent as Record<string, unknown> };
   };
   const get = async (operationId: string) => {
-    const record = await store.getOperation(operationId);
+    const record = await store.ledger.get(operationId);
     if (record === undefined) throw new Error(`no operation ${operationId}`);
     return record;
   };

@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
 import { newAttemptId } from '../../src/core/ids.js';
-import type { Store } from '../../src/store/store.js';
+import type { IdemStore } from '../../src/ports/idem-store.js';
+import { requestCancel, startAttempt } from '../../src/operations/ledger-commands.js';
 import { postgresAvailable } from '../helpers/postgres-fixtures.js';
 import type { Engine } from '../operations/operations-fixtures.js';
 import { alive, commandHarness, until } from './command-fixtures.js';
@@ -127,7 +128,7 @@ describe.each(engines)('run_command on %s', (engine) => {
     await until(() => h.sideLines().length === 2);
     const running = await h.read({ operation_id: opId });
     expect(running.sc).toMatchObject({ status: 'running', finished: false, started: true });
-    expect((await h.store.requestCancel(opId, systemClock.now()))?.status).toBe('cancel_requested');
+    expect((await requestCancel(h.store.ledger, opId, systemClock.now()))?.status).toBe('cancel_requested');
     const done = await h.settled(opId);
     expect(done.status).toBe('cancelled');
     expect(done.result).toMatchObject({
@@ -156,7 +157,7 @@ describe.each(engines)('run_command on %s', (engine) => {
     const shPid = Number(h.sideLines()[0]);
     await until(() => !alive(shPid));
     expect((await h.get(opId)).status).toBe('running');
-    await h.store.requestCancel(opId, systemClock.now());
+    await requestCancel(h.store.ledger, opId, systemClock.now());
     const done = await h.settled(opId);
     expect(done.status).toBe('succeeded');
     expect(done.result).toMatchObject({ exit_code: 0, last_lines: ['bye'] });
@@ -211,7 +212,7 @@ describe.each(engines)('run_command on %s', (engine) => {
     const refused = await h.run('rm -rf /', randomUUID());
     expect(refused.isError).toBe(true);
     expect(refused.sc).toMatchObject({ status: 'rejected', error: { code: 'invalid_argument' } });
-    expect(await h.store.listOperations()).toHaveLength(0);
+    expect(await h.store.ledger.list()).toHaveLength(0);
   });
 
   it('a run interrupted by a crash is never started again: outcome_unknown naming the command', async () => {
@@ -253,11 +254,11 @@ describe.each(engines)('run_command on %s', (engine) => {
 });
 
 /** A worker that claimed the operation and recorded its attempt as dispatched, then died. */
-async function crashAfterDispatch(store: Store<unknown>, opId: string) {
+async function crashAfterDispatch(store: IdemStore, opId: string) {
   const now = systemClock.now();
-  const claimed = await store.claimDue({ workerId: 'dead-worker', now, leaseMs: 200 });
+  const claimed = await store.ledger.claim({ workerId: 'dead-worker', now, leaseMs: 200 });
   expect(claimed?.operationId).toBe(opId);
-  const started = await store.startAttempt(opId, {
+  const started = await startAttempt(store.ledger, opId, {
     workerId: 'dead-worker',
     attemptId: newAttemptId(now),
     now,

@@ -1,0 +1,48 @@
+import type { SignalOption } from './maybe-async.js';
+
+export interface SweepOptions extends SignalOption {
+  /** Epoch ms taken as "now" for expiry. */
+  readonly now: number;
+  /** How long a tombstone outlives its record, ms. */
+  readonly tombstoneTtlMs: number;
+  /** Most rows per transaction. */
+  readonly batchSize: number;
+  /**
+   * How long one batch transaction should take, ms (default `DEFAULT_SWEEP_BATCH_BUDGET_MS`). A
+   * store whose batch holds a lock that callers wait for (SQLite's single writer) MUST size each
+   * batch (at most `batchSize` rows) from how long the previous ones took. Others MAY ignore it.
+   */
+  readonly batchBudgetMs?: number;
+  /**
+   * Most share of the sweep's wall time spent in batches, in (0, 1] (default
+   * `DEFAULT_SWEEP_MAX_DUTY`). A store whose batches block callers MUST pause between batches to
+   * keep this ratio. Others MAY ignore it, but MUST refuse a value outside (0, 1].
+   */
+  readonly maxDuty?: number;
+  /** Stop after this many batches (default: until nothing is left). */
+  readonly maxBatches?: number;
+  /**
+   * Delete outbox messages delivered at least this long ago, ms. Unset: delivered messages are
+   * kept. Dead letters and undelivered messages are never swept.
+   */
+  readonly outboxRetentionMs?: number;
+}
+
+export interface SweepResult {
+  readonly tombstoned: number;
+  readonly tombstonesDeleted: number;
+  /** Delivered outbox messages deleted (0 unless `outboxRetentionMs` was given). */
+  readonly outboxDeleted: number;
+  readonly batches: number;
+}
+
+/** Retention: what expires, and when it goes. */
+export interface Housekeeping {
+  /**
+   * MUST turn final records past `expiresAt` into tombstones (with their attempts deleted) and
+   * delete tombstones past theirs, each batch in its own short transaction; records that are not
+   * final never expire. A batch MAY commit without waiting for the disk, but MUST NOT commit a
+   * caller's write in the same transaction.
+   */
+  sweep(options: SweepOptions): Promise<SweepResult>;
+}

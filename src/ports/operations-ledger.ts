@@ -1,0 +1,89 @@
+import type { AttemptRecord, OperationRecord } from '../core/operation-record.js';
+import type { AttemptClosure, RecordChange } from '../core/operation-changes.js';
+import type { SignalOption } from './maybe-async.js';
+
+export interface ListOptions extends SignalOption {
+  readonly status?: string;
+  /** Default 100. */
+  readonly limit?: number;
+}
+
+export interface ClaimOptions extends SignalOption {
+  readonly workerId: string;
+  /** Epoch ms. */
+  readonly now: number;
+  readonly leaseMs: number;
+}
+
+export interface RenewOptions extends SignalOption {
+  readonly workerId: string;
+  /** Epoch ms: a lease already expired at `now` is not renewed. */
+  readonly now: number;
+  readonly leaseExpiresAt: number;
+}
+
+/** What one compare-and-set writes: the record's new fields, and the attempt rows that go with them. */
+export interface LedgerWrite {
+  readonly change: RecordChange;
+  /** An attempt to record in the same transaction, numbered `change.attemptCount`. */
+  readonly startAttempt?: {
+    readonly attemptId: string;
+    readonly workerId: string;
+    readonly startedAt: number;
+  };
+  /** Close every attempt of the operation still open, in the same transaction. */
+  readonly closeOpenAttempts?: AttemptClosure & { readonly at: number };
+}
+
+/** The record after an update (`undefined`: no such operation), and whether anything was written. */
+export interface LedgerUpdate {
+  readonly record: OperationRecord | undefined;
+  readonly written: boolean;
+}
+
+export interface AttemptEnd extends SignalOption {
+  readonly endedAt: number;
+  readonly outcome: string;
+  readonly detail?: string;
+}
+
+/**
+ * The operations ledger: durable operations a worker carries from `accepted` to a final state, and
+ * the queries that report them. Every rule (leases, legal transitions, resolutions) is computed in
+ * `core/operation-changes.ts` and handed to `update`; a ledger only reads and writes atomically.
+ */
+export interface OperationsLedger {
+  /** MUST see committed data only; SHOULD not take the write lock. */
+  get(operationId: string, options?: SignalOption): Promise<OperationRecord | undefined>;
+  /** Newest first (by creation), at most `limit`. MUST see committed data only. */
+  list(options?: ListOptions): Promise<OperationRecord[]>;
+  /** The operation's attempts by number. */
+  attempts(operationId: string, options?: SignalOption): Promise<AttemptRecord[]>;
+  /**
+   * MUST atomically give at most one worker a lease (until `now + leaseMs`) on one durable
+   * operation that is `accepted`, `running` or `cancel_requested`, whose lease is absent or expired
+   * at `now` and whose `nextAttemptAt` is absent or past, the one due first (ties: oldest). In the
+   * same transaction it MUST close every attempt of that operation still open with
+   * `interruptedAttempt(workerId)` (its previous holder stopped before recording the outcome).
+   */
+  claim(options: ClaimOptions): Promise<OperationRecord | undefined>;
+  /** MUST extend the lease only while `workerId` holds it unexpired at `now`; true if it did. */
+  renew(operationId: string, options: RenewOptions): Promise<boolean>;
+  /**
+   * Compare-and-set: MUST read the operation and hold its row until the write commits, call
+   * `decide` with it, and write what it returns (nothing for undefined) in the same transaction,
+   * together with the attempt rows it names. If `decide` throws, MUST write nothing and rethrow.
+   * Resolves with the record as written (or as read, when nothing was written); `record` is
+   * undefined for an unknown operation (then `decide` is not called).
+   */
+  update(
+    operationId: string,
+    decide: (current: OperationRecord) => LedgerWrite | undefined,
+    options?: SignalOption,
+  ): Promise<LedgerUpdate>;
+  /**
+   * MUST record how an attempt ended, also over an outcome a claim or a final record already
+   * closed it with (the worker's own account is the more precise one).
+   */
+  finishAttempt(attemptId: string, end: AttemptEnd): Promise<void>;
+}

@@ -1,0 +1,94 @@
+import type { JsonObject } from '../core/json.js';
+import type { OperationIdentity } from '../core/operation-identity.js';
+import type { OperationRecord } from '../core/operation-record.js';
+import type { Existing } from '../core/receipt.js';
+import type { MaybePromise, SignalOption } from './maybe-async.js';
+
+/** A message to send after the transaction commits; the receiver deduplicates on `dedupKey`. */
+export interface OutboxIntent {
+  readonly destination: string;
+  readonly dedupKey: string;
+  readonly payload: JsonObject;
+}
+
+/** What engines differ in, declared once per store so that the executor never guesses. */
+export interface ReceiptCapabilities {
+  /**
+   * The transaction body runs synchronously: every `ReceiptTransaction` method returns a plain value,
+   * and so must the application's effect (better-sqlite3 holds the connection for one tick).
+   */
+  readonly synchronous: boolean;
+  /**
+   * `put(record, 'absent')` is cheaper than `find()` + `put()`: the store can insert only where no
+   * record or tombstone exists and report a race with `ReceiptRace` (PostgreSQL). Stores whose
+   * lookup under the lock costs nothing extra (SQLite) declare false and are always asked `find()`.
+   */
+  readonly optimisticInsert: boolean;
+}
+
+/**
+ * The write side of one receipt transaction, handed to the executor by `ReceiptStore.transaction`.
+ * Every method runs inside that transaction (synchronously when `capabilities.synchronous`).
+ */
+export interface ReceiptTransaction<Tx> {
+  /** The application's own transaction handle: its writes commit or roll back with the receipt. */
+  readonly handle: Tx;
+  /**
+   * Whether another transaction held the identity's lock when this one asked for it. Only stores
+   * with `optimisticInsert` report it; the executor then looks (`find`) instead of guessing.
+   */
+  readonly contended: boolean;
+  /** MUST return the committed or this transaction's record or tombstone for the identity, if any. */
+  find(): MaybePromise<Existing | undefined>;
+  /**
+   * MUST write `record` in this transaction. `previous` is what `find` returned: a tombstone MUST
+   * then be removed in the same transaction. `'absent'` (only with `optimisticInsert`): the caller
+   * did not look; the store MUST insert only where neither record nor tombstone exists and
+   * otherwise throw `ReceiptRace`, leaving the caller to roll back and start again.
+   */
+  put(record: OperationRecord, previous: Existing | undefined | 'absent'): MaybePromise<void>;
+  /** MUST record `intent` in this transaction, once per `dedupKey` (a second enqueue is ignored). */
+  enqueue(intent: OutboxIntent): MaybePromise<void>;
+}
+
+export interface ReceiptTransactionOptions extends SignalOption {
+  /** The caller's lock-free lookup just before found nothing (a hint for `optimisticInsert`). */
+  readonly absent?: boolean;
+}
+
+/**
+ * Receipts: the lookup, and the one write transaction in which the executor finds, decides, runs
+ * the effect and writes the record (the algorithm itself lives in the executor, once).
+ */
+export interface ReceiptStore<Tx> {
+  readonly capabilities: ReceiptCapabilities;
+  /**
+   * SHOULD read without taking the write lock; MUST see committed data only. Returns the record or
+   * the tombstone for `identity`, if any.
+   */
+  lookup(identity: OperationIdentity, options?: SignalOption): Promise<Existing | undefined>;
+  /**
+   * MUST run `body` in ONE transaction that holds the write lock for `identity` from before `body`
+   * starts until commit, so that concurrent transactions with one identity serialize. MUST commit
+   * when `body` returns and roll everything back (the application's writes, the record, outbox
+   * messages) when it throws, then rethrow its error unchanged (driver errors translated into
+   * IdemError: `busy` when the lock is not obtained within the store's bound, retryable with
+   * `retryAfterMs`; `unavailable` when the storage cannot take the call). MUST resolve only once
+   * the commit is durable. A connection lost during COMMIT MUST reject with `outcome_unknown`.
+   * Two transactions MUST NOT interleave on one connection. MAY run `body` again after a
+   * serialization failure (the body is written to be re-run).
+   */
+  transaction<T>(
+    identity: OperationIdentity,
+    body: (tx: ReceiptTransaction<Tx>) => MaybePromise<T>,
+    options?: ReceiptTransactionOptions,
+  ): Promise<T>;
+}
+
+/** Thrown by `put(record, 'absent')` when a record or tombstone exists after all. */
+export class ReceiptRace extends Error {
+  override readonly name = 'ReceiptRace';
+  constructor() {
+    super('a record or tombstone for this identity appeared since the lookup');
+  }
+}
