@@ -57,14 +57,28 @@ export default tseslint.config(
   },
   {
     // The library outside src/mcp and src/client, and the MCP core that idem/mcp and idem/mcp-v1 share.
-    files: ['src/adapters/**', 'src/operations/**', 'src/testing/**', 'src/index.ts', 'src/mcp/*.ts'],
-    ignores: ['src/mcp/register-*.ts', 'src/mcp/index.ts'],
+    files: [
+      'src/adapters/**',
+      'src/operations/**',
+      'src/testing/**',
+      'src/index.ts',
+      'src/mcp/*.ts',
+      'src/commands/**',
+    ],
+    ignores: [
+      'src/mcp/register-*.ts',
+      'src/mcp/index.ts',
+      'src/commands/register-*.ts',
+      'src/commands/index.ts',
+    ],
     rules: { 'no-restricted-imports': ['error', { patterns: [anySdk] }] },
   },
   {
     files: [
       'src/mcp/register-*.ts',
       'src/mcp/index.ts',
+      'src/commands/register-*.ts',
+      'src/commands/index.ts',
       'src/mcp/oauth/**',
       'src/server/**',
       'src/client/**',

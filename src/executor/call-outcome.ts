@@ -46,11 +46,13 @@ export function outcomeOf(record: OperationRecord, replayed: boolean, attemptId:
     case 'cancelled':
       return {
         ok: true,
-        result: { status: 'cancelled', operation_id: operationId },
+        // A handler that stopped its effect on request (a command) stored what it had done so far.
+        result: record.result ?? { status: 'cancelled', operation_id: operationId },
         replayed,
         operationId,
         attemptId,
-        nextStep: 'new_key',
+        // "Nothing was done" holds only when the worker stored no account of what was.
+        ...(record.result === undefined ? { nextStep: 'new_key' as const } : {}),
       };
     case 'accepted':
       if (!replayed) {

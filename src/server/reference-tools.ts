@@ -19,6 +19,8 @@ import { readTool, type ReadContext } from '../mcp/read-tool.js';
 import { registerIdemTool } from '../mcp/register-idempotent-tool.js';
 import { grantedWorkspaces } from '../mcp/idem-identity.js';
 import type { NotesRepository } from './notes-repository.js';
+import { commandTools } from '../commands/command-tools.js';
+import type { CommandHandler } from '../commands/command-handler.js';
 
 export interface ReferenceToolsOptions<App> {
   executor: Executor<App>;
@@ -186,7 +188,7 @@ export function referenceServerFactory<App>(
   app: Pick<
     ServerApp,
     'registry' | 'retentionMs' | 'tombstoneTtlMs' | 'clock' | 'deploymentPolicy' | 'providerUrl'
-  >,
+  > & { readonly commandHandler?: CommandHandler | undefined },
   executor: Executor<App>,
   notes: NotesRepository<App>,
 ): () => McpServer {
@@ -199,6 +201,17 @@ export function referenceServerFactory<App>(
     deploymentPolicy: app.deploymentPolicy,
     ...(app.providerUrl === undefined ? {} : { webhookUrl: new URL('/webhooks', app.providerUrl).href }),
   });
+  // Listed only when the server was given commands (`idem serve --commands FILE`).
+  if (app.commandHandler !== undefined) {
+    tools.push(
+      ...commandTools({
+        executor,
+        handler: app.commandHandler,
+        retentionMs: app.retentionMs,
+        tombstoneRetentionMs: app.tombstoneTtlMs,
+      }),
+    );
+  }
   return () => {
     const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
     for (const tool of tools) registerIdemTool(server, tool);

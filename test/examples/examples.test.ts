@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -238,5 +239,51 @@ describe('README examples: your own database layer without an ORM', () => {
       await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
       await admin.end();
     }
+  });
+});
+
+describe('README example command-tools (a stdio server with named commands)', () => {
+  it('runs a named command once per key and reads its output', async () => {
+    const dir = makeTempDir();
+    const side = join(dir, 'side.txt');
+    const commandsFile = join(dir, 'commands.json');
+    writeFileSync(
+      commandsFile,
+      JSON.stringify({
+        greet: { argv: ['sh', '-c', 'echo ran >> "$SIDE"; echo hello'], timeout: '30s', env: { SIDE: side } },
+      }),
+    );
+    const client = new Client({ name: 'examples-test', version: '0.0.0' });
+    clients.push(client);
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [examplePath('command-tools')],
+        cwd: REPO_ROOT,
+        env: cleanEnv({ COMMANDS_DB: join(dir, 'commands.sqlite'), COMMANDS_FILE: commandsFile }),
+        stderr: 'ignore',
+      }),
+    );
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual([
+      'read_command_output',
+      'run_command',
+    ]);
+    const args = { idempotency_key: randomUUID(), workspace: 'default', command: 'greet' };
+    const accepted = await callTool(client, 'run_command', args);
+    expect(accepted.sc.status).toBe('accepted');
+    let read = await callTool(client, 'read_command_output', { operation_id: accepted.sc.operation_id });
+    for (let i = 0; i < 200 && read.sc.finished !== true; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      read = await callTool(client, 'read_command_output', { operation_id: accepted.sc.operation_id });
+    }
+    expect(read.sc).toMatchObject({ finished: true, output: 'hello\n', status: 'succeeded' });
+    const replay = await callTool(client, 'run_command', args);
+    expect(replay.sc).toMatchObject({
+      status: 'succeeded',
+      replayed: true,
+      exit_code: 0,
+      last_lines: ['hello'],
+    });
+    expect(readFileSync(side, 'utf8')).toBe('ran\n');
   });
 });
