@@ -34,6 +34,7 @@ export default tseslint.config(
       'node_modules/**',
       'coverage/**',
       'bench/results/**',
+      'examples/prisma/generated/**',
     ],
   },
   js.configs.recommended,
