@@ -52,6 +52,7 @@ const createNotePlain = readTool({
 
 const app: ServerApp = {
   store: reference.store,
+  faults: reference.faults,
   registry: reference.registry,
   clock: reference.clock,
   logger: reference.logger,

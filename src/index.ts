@@ -28,14 +28,16 @@ export {
   type CallOutcome,
   type ExecutorOptions,
 } from './executor/executor.js';
-export type {
-  Store,
-  CommitUnit,
-  CommitOutcome,
-  EffectContext,
-  EffectResult,
-  SweepOptions,
-  SweepResult,
-  ListOptions,
-  SignalOption,
-} from './store/store.js';
+export type { EffectContext, EffectResult } from './executor/effect.js';
+export { commitOnce, type CommitUnit, type CommitOutcome } from './executor/commit-once.js';
+export * from './ports/index.js';
+export {
+  transition,
+  startAttempt,
+  requestCancel,
+  resolve,
+  type OperationPatch,
+  type TransitionRequest,
+  type AttemptStart,
+  type Resolution,
+} from './operations/ledger-commands.js';

@@ -215,7 +215,7 @@ export async function sweepSuite(context: SuiteContext): Promise<RowResult[]> {
       // What a phase moved is counted from the tables afterwards: an aborted phase loses its count.
       const sweep: Resumable<undefined> = async (signal) => {
         try {
-          await idem.store.sweep({
+          await idem.store.housekeeping.sweep({
             now: Date.now(),
             tombstoneTtlMs: 30 * DAY,
             batchSize,

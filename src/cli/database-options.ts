@@ -3,9 +3,8 @@ import { openPostgres, type OpenPostgresOptions } from '../adapters/postgres/ope
 import { PostgresStore } from '../adapters/postgres/postgres-store.js';
 import { openSqlite } from '../adapters/sqlite/open-sqlite.js';
 import { SqliteStore } from '../adapters/sqlite/sqlite-store.js';
-import type { FaultPoints } from '../core/fault-points.js';
 import type { Logger } from '../core/logger.js';
-import type { Store } from '../store/store.js';
+import type { IdemStore } from '../ports/idem-store.js';
 import { CliError } from './cli-error.js';
 import { durationOption, existingDb, intOption } from './options.js';
 
@@ -80,15 +79,12 @@ export function databaseSpec(values: {
 /** Opens the store for an operator command (ops, sweep, worker, migrate). */
 export async function openStore(
   spec: DatabaseSpec,
-  options: { faults?: FaultPoints; logger?: Logger; mustExist?: boolean } = {},
-): Promise<{ store: Store<unknown>; close(): Promise<void> }> {
+  options: { logger?: Logger; mustExist?: boolean } = {},
+): Promise<{ store: IdemStore; close(): Promise<void> }> {
   if (spec.kind === 'sqlite') {
     const path = options.mustExist === false ? spec.path : existingDb(spec.path);
-    const store = new SqliteStore(
-      openSqlite(path),
-      options.faults === undefined ? {} : { faults: options.faults },
-    );
-    return { store: store as Store<unknown>, close: () => store.close() };
+    const store = new SqliteStore(openSqlite(path));
+    return { store, close: () => store.close() };
   }
   const pool = await openPostgres(spec.url, {
     ...spec.pool,
@@ -97,10 +93,9 @@ export async function openStore(
   try {
     const store = await PostgresStore.create(pool, {
       preparedStatements: spec.preparedStatements,
-      ...(options.faults === undefined ? {} : { faults: options.faults }),
     });
     return {
-      store: store as Store<unknown>,
+      store,
       close: async () => {
         await store.close();
         await pool.end();

@@ -4,7 +4,7 @@ import { operationView } from '../server/reference-tools.js';
 import { CliError } from './cli-error.js';
 import { durationOption, intOption } from './options.js';
 import { DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
-import type { Store } from '../store/store.js';
+import type { IdemStore } from '../ports/idem-store.js';
 import { systemClock } from '../core/clock.js';
 import { isIdemError } from '../core/errors.js';
 import { OPERATION_STATES } from '../core/operation-state.js';
@@ -104,14 +104,14 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
       const id = positionals[0];
       if (id === undefined || positionals.length > 1)
         throw new CliError('usage: idem ops show <operation_id>', 2);
-      const receipt = await store.getOperation(id);
+      const receipt = await store.ledger.get(id);
       if (receipt === undefined) throw new CliError(`no operation ${id}`);
-      const attempts = await store.listAttempts(id);
+      const attempts = await store.ledger.attempts(id);
       out(`${JSON.stringify({ ...showView(receipt), attempts_detail: attempts }, null, 2)}\n`);
       return;
     }
     if (positionals.length > 0) throw new CliError('usage: idem ops list [--status S] [--limit N]', 2);
-    const receipts = await store.listOperations({
+    const receipts = await store.ledger.list({
       limit: intOption('--limit', values.limit, 1, 100_000),
       ...(values.status === undefined ? {} : { status: values.status }),
     });
@@ -163,7 +163,7 @@ function changeView(change: OperatorChange) {
 }
 
 async function resolveCommand(
-  store: Store<unknown>,
+  store: IdemStore,
   values: {
     succeeded: boolean;
     failed: boolean;
@@ -193,7 +193,7 @@ async function resolveCommand(
     const now = systemClock.now();
     let record;
     try {
-      record = await resolveOperation(store, REFERENCE_OPERATIONS, id, {
+      record = await resolveOperation(store.ledger, REFERENCE_OPERATIONS, id, {
         to: values.succeeded ? 'succeeded' : 'failed',
         by,
         now,
@@ -204,7 +204,7 @@ async function resolveCommand(
       });
     } catch (error) {
       if (isIdemError(error) && error.code === 'invalid_argument') {
-        const current = values.correct ? undefined : await store.getOperation(id);
+        const current = values.correct ? undefined : await store.ledger.get(id);
         const correctable = current?.status === 'failed' || current?.status === 'cancelled';
         throw new CliError(
           correctable ? `${error.message}: idem ops resolve ${id} --correct ${CORRECT_FLAGS}` : error.message,

@@ -1,7 +1,7 @@
 import { systemClock } from '../core/clock.js';
 import type { JsonObject } from '../core/json.js';
 import type { OutboxMessage } from '../core/operation-record.js';
-import type { Store } from '../store/store.js';
+import type { IdemStore } from '../ports/idem-store.js';
 import { CliError } from './cli-error.js';
 import { intOption } from './options.js';
 import { textTable } from './text-table.js';
@@ -13,7 +13,7 @@ import { textTable } from './text-table.js';
  */
 export async function opsOutboxCommand(
   sub: 'dead-letters' | 'requeue',
-  store: Store<unknown>,
+  store: IdemStore,
   values: { limit: string; json: boolean },
   positionals: string[],
   out: (text: string) => void,
@@ -22,13 +22,13 @@ export async function opsOutboxCommand(
     const raw = positionals[0];
     if (raw === undefined || positionals.length > 1) throw new CliError('usage: idem ops requeue <id>', 2);
     const id = intOption('<id>', raw, 1, Number.MAX_SAFE_INTEGER);
-    const requeued = await store.requeueOutbox(id, systemClock.now());
+    const requeued = await store.outbox.requeue(id, systemClock.now());
     if (requeued === undefined) throw new CliError(`no dead letter ${id}`);
     out(`${JSON.stringify(messageView(requeued), null, 2)}\n`);
     return;
   }
   if (positionals.length > 0) throw new CliError('usage: idem ops dead-letters [--limit N] [--json]', 2);
-  const dead = await store.listDeadLetters({ limit: intOption('--limit', values.limit, 1, 100_000) });
+  const dead = await store.outbox.deadLetters({ limit: intOption('--limit', values.limit, 1, 100_000) });
   if (values.json) return out(`${JSON.stringify(dead.map(messageView))}\n`);
   const rows = dead.map((m) => [
     String(m.id),

@@ -155,6 +155,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
     ? async () => undefined
     : startBackgroundWork({
         store: app.store,
+        faults: app.faults,
         providerUrl,
         providerMode: work.providerMode,
         policy: work.policy,

@@ -42,7 +42,7 @@ export async function sweepCommand(argv: string[], out: (text: string) => void):
   const opened = await openStore(databaseSpec(values));
   const { store } = opened;
   try {
-    const result = await store.sweep({
+    const result = await store.housekeeping.sweep({
       now: systemClock.now(),
       tombstoneTtlMs,
       batchSize,

@@ -44,10 +44,11 @@ export async function workerCommand(argv: string[]): Promise<void> {
   const logger = jsonLogger();
   const faults = new FaultPoints();
   armTestFaults(faults, logger);
-  const opened = await openStore(databaseSpec(values), { faults, logger });
+  const opened = await openStore(databaseSpec(values), { logger });
   const { store } = opened;
   const stop = startBackgroundWork({
     store,
+    faults,
     providerUrl: settings.providerUrl,
     providerMode: settings.providerMode,
     policy: settings.policy,

@@ -54,3 +54,8 @@ export function run<T>(steps: Steps<T>, synchronous: boolean, what: string): T |
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
+
+/** `fn(value)` now for a plain value, after it settles for a promise: sequencing for either engine. */
+export function andThen<T, U>(value: T | Promise<T>, fn: (settled: T) => U | Promise<U>): U | Promise<U> {
+  return isThenable(value) ? (value as Promise<T>).then(fn) : fn(value as T);
+}

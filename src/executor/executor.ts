@@ -1,7 +1,7 @@
 import { systemClock, type Clock } from '../core/clock.js';
 import { decide } from '../core/decide.js';
 import { IdemError, storageCauseFields, toIdemError } from '../core/errors.js';
-import type { FaultPoints } from '../core/fault-points.js';
+import { FaultPoints } from '../core/fault-points.js';
 import { fingerprint } from '../core/fingerprint.js';
 import { validateIdempotencyKey } from '../core/idempotency-key.js';
 import { newAttemptId, newOperationId } from '../core/ids.js';
@@ -12,7 +12,10 @@ import { operationLabel, validateOperationName, type OperationIdentity } from '.
 import type { OperationRecord } from '../core/operation-record.js';
 import { isActive } from '../core/operation-state.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
-import type { CommitUnit, EffectContext, EffectResult, SignalOption, Store } from '../store/store.js';
+import type { IdemStore } from '../ports/idem-store.js';
+import type { SignalOption } from '../ports/maybe-async.js';
+import type { EffectContext, EffectResult } from './effect.js';
+import { commitOnce, type CommitUnit } from './commit-once.js';
 import { toLogger, type LoggerOption } from '../log/to-logger.js';
 import { outcomeOf, type CallOutcome } from './call-outcome.js';
 
@@ -71,7 +74,9 @@ export interface CallRequest<Args> extends SignalOption {
 }
 
 export interface ExecutorOptions<App> {
-  store: Store<App>;
+  store: IdemStore<App>;
+  /** Named places where tests inject failures (`after_claim` ... `after_commit`). */
+  faults?: FaultPoints;
   authorize: Authorize;
   clock?: Clock;
   /**
@@ -90,7 +95,8 @@ export interface ExecutorOptions<App> {
  * ends in a `CallOutcome`, and an unexpected failure becomes `internal` after the store rolled back.
  */
 export class Executor<App> {
-  readonly store: Store<App>;
+  readonly store: IdemStore<App>;
+  readonly faults: FaultPoints;
   readonly #authorize: Authorize;
   readonly #clock: Clock;
   readonly #logger: Logger;
@@ -98,14 +104,11 @@ export class Executor<App> {
 
   constructor(options: ExecutorOptions<App>) {
     this.store = options.store;
+    this.faults = options.faults ?? new FaultPoints();
     this.#authorize = options.authorize;
     this.#clock = options.clock ?? systemClock;
     this.#logger = toLogger(options.logger);
     this.#waitMs = options.inFlightWaitMs ?? DEFAULT_IN_FLIGHT_WAIT_MS;
-  }
-
-  get faults(): FaultPoints {
-    return this.store.faults;
   }
 
   /** Checks an operation definition once; call when registering it. */
@@ -174,7 +177,7 @@ export class Executor<App> {
         signal,
       });
       pause = Math.min(pause * 2, 200);
-      current = (await this.store.getOperation(current.operationId, { signal })) ?? current;
+      current = (await this.store.ledger.get(current.operationId, { signal })) ?? current;
     }
     return outcomeOf(current, true, attemptId);
   }
@@ -245,7 +248,7 @@ export class Executor<App> {
       };
 
       // Lock-free read first: a replay or a rejection needs no write lock.
-      const found = await this.store.lookup(identity, request);
+      const found = await this.store.receipts.lookup(identity, request);
       const early = decide(found, requestFingerprint, this.#clock.now());
       if (early.kind === 'replay')
         return finish(await this.#settle(early.receipt, attemptId, request.signal));
@@ -253,7 +256,8 @@ export class Executor<App> {
 
       operationId = newOperationId(this.#clock.now());
       const context = { operationId, attemptId, identity };
-      const outcome = await this.store.commit(
+      const outcome = await commitOnce(
+        this.store.receipts,
         {
           identity,
           context,
@@ -261,6 +265,7 @@ export class Executor<App> {
           decide: (existing) => decide(existing, requestFingerprint, this.#clock.now()),
           ...build(identity, context, requestFingerprint, watch),
         },
+        this.faults,
         request,
       );
       if (outcome.kind === 'executed') return finish(outcomeOf(outcome.receipt, false, attemptId));

@@ -10,7 +10,7 @@ import {
   type DurableOperation,
   type IdempotentOperation,
 } from '../executor/executor.js';
-import type { EffectContext, EffectResult } from '../store/store.js';
+import type { EffectContext, EffectResult } from '../executor/effect.js';
 import { advertisedSchema } from './advertised-schema.js';
 import { objectSchema, type ArgsOf, type IdemTool, type ToolInput } from './idem-tool.js';
 import { idempotencyInstructions } from './tool-description.js';

@@ -1,10 +1,10 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
-import type { Store } from '../store/store.js';
+import type { OperationsLedger } from '../ports/operations-ledger.js';
 import { errorMessage } from './polling-loop.js';
 
 export interface LeaseKeeperOptions {
-  readonly store: Pick<Store<unknown>, 'renewLease'>;
+  readonly ledger: Pick<OperationsLedger, 'renew'>;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly operationId: string;
@@ -44,7 +44,7 @@ export class LeaseKeeper {
   }
 
   async #run(): Promise<void> {
-    const { store, clock, logger, operationId, workerId, leaseMs } = this.#options;
+    const { ledger, clock, logger, operationId, workerId, leaseMs } = this.#options;
     const every = Math.max(1, Math.floor(leaseMs / 3));
     for (;;) {
       try {
@@ -53,7 +53,8 @@ export class LeaseKeeper {
         return;
       }
       try {
-        const renewed = await store.renewLease(operationId, workerId, clock.now() + leaseMs);
+        const now = clock.now();
+        const renewed = await ledger.renew(operationId, { workerId, now, leaseExpiresAt: now + leaseMs });
         // Stopped meanwhile: the worker's last write may have released the lease on purpose.
         if (this.#stopping.signal.aborted) return;
         if (!renewed) {

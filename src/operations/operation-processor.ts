@@ -4,14 +4,15 @@ import { newAttemptId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { OperationRecord } from '../core/operation-record.js';
 import { attemptTimeout, minAttempt, planRetry, type RetryPolicy } from '../core/retry-policy.js';
-import type { Store } from '../store/store.js';
+import type { OperationsLedger } from '../ports/operations-ledger.js';
+import { startAttempt, transition } from './ledger-commands.js';
 import { providerKeyFor, type DispatchOutcome, type DurableHandler } from './durable-handler.js';
 import { operationBudget, stopMessage, type StopReason } from './operation-budget.js';
 import { errorMessage } from './polling-loop.js';
 import { SETTLE_FROM, type Next, type OperationWriter } from './operation-writer.js';
 
 export interface OperationProcessorOptions {
-  readonly store: Store<unknown>;
+  readonly ledger: OperationsLedger;
   readonly writer: OperationWriter;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -93,7 +94,7 @@ export class OperationProcessor {
   }
 
   async #attempt(op: OperationRecord, handler: DurableHandler, lease: AbortSignal): Promise<Next> {
-    const { store, writer, clock, logger, workerId, faults } = this.#o;
+    const { ledger, writer, clock, logger, workerId, faults } = this.#o;
     const attemptId = newAttemptId(clock.now());
     // An earlier attempt may have been applied: this one only learns the truth, and no refusal,
     // throttle or deadline that follows can establish that nothing was done.
@@ -101,7 +102,12 @@ export class OperationProcessor {
     // A first dispatch never starts after a cancel request; a keyed resend may (it cannot add a
     // second effect, and it is the one way to learn whether the first one happened).
     const from = earlier ? FROM_WITH_CANCEL : FROM_ACTIVE;
-    const started = await store.startAttempt(op.operationId, { workerId, attemptId, now: clock.now(), from });
+    const started = await startAttempt(ledger, op.operationId, {
+      workerId,
+      attemptId,
+      now: clock.now(),
+      from,
+    });
     if (started === undefined) return writer.reread(op);
     faults.hit('before_dispatch');
     const t0 = clock.monotonic();
@@ -129,7 +135,7 @@ export class OperationProcessor {
       duration_ms: Math.round(clock.monotonic() - t0),
     });
     const finish = (result: string) =>
-      store.finishAttempt(attemptId, { endedAt: clock.now(), outcome: result, detail });
+      ledger.finishAttempt(attemptId, { endedAt: clock.now(), outcome: result, detail });
     if (lease.aborted) {
       await finish('lease_lost');
       return undefined;
@@ -215,10 +221,10 @@ export class OperationProcessor {
 
   /** Releases the lease until `delayMs` from now, recording whether an attempt may have been applied. */
   async #schedule(op: OperationRecord, dispatched: boolean, delayMs: number, reason: string): Promise<Next> {
-    const { store, writer, clock, logger, workerId } = this.#o;
+    const { ledger, writer, clock, logger, workerId } = this.#o;
     const now = clock.now();
     const patch = { dispatched, nextAttemptAt: now + delayMs, releaseLease: true };
-    const scheduled = await store.transition(op.operationId, {
+    const scheduled = await transition(ledger, op.operationId, {
       workerId,
       from: [op.status],
       to: op.status,
@@ -241,7 +247,7 @@ export class OperationProcessor {
    */
   async #landingWait(op: OperationRecord, handler: DurableHandler): Promise<number> {
     if (op.attemptCount === 0) return 0;
-    const attempts = await this.#o.store.listAttempts(op.operationId);
+    const attempts = await this.#o.ledger.attempts(op.operationId);
     const landing = handler.landingMs ?? this.#o.policy.attemptTimeoutMs;
     let latest = 0;
     for (const attempt of attempts) {
@@ -254,7 +260,7 @@ export class OperationProcessor {
 
   async #lastReason(op: OperationRecord): Promise<string> {
     if (op.attemptCount === 0) return 'never attempted';
-    const attempts = await this.#o.store.listAttempts(op.operationId);
+    const attempts = await this.#o.ledger.attempts(op.operationId);
     let last = attempts[0];
     for (const attempt of attempts) if (last === undefined || attempt.number > last.number) last = attempt;
     return last?.detail ?? last?.outcome ?? 'interrupted';

@@ -4,7 +4,8 @@ import type { LogFields, Logger } from '../core/logger.js';
 import { operationLabel } from '../core/operation-identity.js';
 import type { OperationError, OperationRecord } from '../core/operation-record.js';
 import { isActive, type OperationState } from '../core/operation-state.js';
-import type { OperationPatch, Store } from '../store/store.js';
+import type { OperationsLedger } from '../ports/operations-ledger.js';
+import { transition, type OperationPatch } from './ledger-commands.js';
 import type { Applied, DurableHandler } from './durable-handler.js';
 import { providerKeyFor } from './durable-handler.js';
 import { successResult } from './operation-budget.js';
@@ -16,7 +17,7 @@ export type Next = OperationRecord | undefined;
 export const SETTLE_FROM: readonly OperationState[] = ['running', 'cancel_requested'];
 
 export interface OperationWriterOptions {
-  readonly store: Store<unknown>;
+  readonly ledger: OperationsLedger;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly workerId: string;
@@ -24,7 +25,7 @@ export interface OperationWriterOptions {
 }
 
 /**
- * A worker's state writes, each one `store.transition` guarded by its lease and a `from` list.
+ * A worker's state writes, each one a `transition` guarded by its lease and a `from` list.
  * When the store refuses a write, `reread` decides what follows: if this worker still holds the
  * lease and the operation is still active (e.g. a cancel arrived), the fresh record goes back
  * through the rules; otherwise another worker owns it now and this one stops. Final writes release
@@ -44,8 +45,8 @@ export class OperationWriter {
     to: OperationState,
     patch: OperationPatch,
   ): Promise<Next> {
-    const { store, clock, workerId } = this.#options;
-    const written = await store.transition(op.operationId, { workerId, from, to, now: clock.now(), patch });
+    const { ledger, clock, workerId } = this.#options;
+    const written = await transition(ledger, op.operationId, { workerId, from, to, now: clock.now(), patch });
     if (written === undefined) return this.reread(op);
     if (isActive(written.status)) return written;
     this.#logFinal(written);
@@ -97,8 +98,8 @@ export class OperationWriter {
 
   /** The record again, if this worker still holds its lease and it is still active. */
   async reread(op: OperationRecord): Promise<Next> {
-    const { store, clock, logger, workerId } = this.#options;
-    const fresh = await store.getOperation(op.operationId);
+    const { ledger, clock, logger, workerId } = this.#options;
+    const fresh = await ledger.get(op.operationId);
     if (fresh === undefined || !isActive(fresh.status)) return undefined;
     if (fresh.leaseOwner !== workerId || (fresh.leaseExpiresAt ?? 0) <= clock.now()) {
       logger.warn('op.lease_lost', this.fields(fresh));

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../core/clock.js';
-import type { FaultPoints } from '../core/fault-points.js';
+import { FaultPoints } from '../core/fault-points.js';
 import type { Logger } from '../core/logger.js';
 import { toLogger, type LoggerOption } from '../log/to-logger.js';
 import type { OutboxMessage } from '../core/operation-record.js';
-import type { Store } from '../store/store.js';
+import type { IdemStore } from '../ports/idem-store.js';
 import { PollingLoop } from './polling-loop.js';
 import { networkReason } from './provider-client.js';
 
@@ -15,8 +15,9 @@ import { networkReason } from './provider-client.js';
  */
 export const DEFAULT_OUTBOX_MAX_ATTEMPTS = 20;
 
-export interface OutboxDispatcherOptions<App = unknown> {
-  readonly store: Store<App>;
+export interface OutboxDispatcherOptions {
+  /** Only its outbox is used: any `IdemStore` will do. */
+  readonly store: Pick<IdemStore, 'outbox'>;
   readonly clock?: Clock;
   readonly logger?: LoggerOption;
   /** Default `outbox-<uuid>`. */
@@ -37,7 +38,7 @@ export interface OutboxDispatcherOptions<App = unknown> {
    * a dead letter instead of being retried. Default `DEFAULT_OUTBOX_MAX_ATTEMPTS` (20).
    */
   readonly maxAttempts?: number;
-  /** Default `store.faults`. */
+  /** Named places where tests inject failures. Default: none armed. */
   readonly faults?: FaultPoints;
   /** In [0, 1). Default `Math.random`. */
   readonly random?: () => number;
@@ -51,13 +52,13 @@ export interface OutboxDispatcherOptions<App = unknown> {
  * lease expires. Any other outcome (non-2xx, timeout, network error) is retried after a full-jitter
  * backoff, until the message has been sent `maxAttempts` times: then it becomes a dead letter
  * (`outbox.dead_lettered`, logged as an error), kept and never sent again until an operator
- * re-queues it (`Store.requeueOutbox`, `idem ops requeue`). Messages of one batch are sent
+ * re-queues it (`OutboxStore.requeue`, `idem ops requeue`). Messages of one batch are sent
  * concurrently. Logs carry the message id, destination host, status and attempts, never the payload.
  * This loop is separate from the Worker's so that a slow provider never delays notifications.
  */
-export class OutboxDispatcher<App = unknown> {
+export class OutboxDispatcher {
   readonly workerId: string;
-  readonly #store: Store<App>;
+  readonly #outbox: IdemStore['outbox'];
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #leaseMs: number;
@@ -70,8 +71,8 @@ export class OutboxDispatcher<App = unknown> {
   readonly #random: () => number;
   readonly #loop: PollingLoop;
 
-  constructor(options: OutboxDispatcherOptions<App>) {
-    this.#store = options.store;
+  constructor(options: OutboxDispatcherOptions) {
+    this.#outbox = options.store.outbox;
     this.#clock = options.clock ?? systemClock;
     this.#logger = toLogger(options.logger);
     this.workerId = options.workerId ?? `outbox-${randomUUID()}`;
@@ -83,7 +84,7 @@ export class OutboxDispatcher<App = unknown> {
     this.#maxAttempts = options.maxAttempts ?? DEFAULT_OUTBOX_MAX_ATTEMPTS;
     if (!(Number.isInteger(this.#maxAttempts) && this.#maxAttempts >= 1))
       throw new RangeError('maxAttempts must be an integer of at least 1');
-    this.#faults = options.faults ?? options.store.faults;
+    this.#faults = options.faults ?? new FaultPoints();
     this.#random = options.random ?? Math.random;
     this.#loop = new PollingLoop({
       tick: async () => (await this.runOnce()) > 0,
@@ -108,7 +109,7 @@ export class OutboxDispatcher<App = unknown> {
    * Rethrows what the store or a fault point throws (the lease then expires, as after a crash).
    */
   async runOnce(): Promise<number> {
-    const messages = await this.#store.claimOutbox({
+    const messages = await this.#outbox.claim({
       workerId: this.workerId,
       now: this.#clock.now(),
       leaseMs: this.#leaseMs,
@@ -132,17 +133,25 @@ export class OutboxDispatcher<App = unknown> {
     };
     if (failure === undefined) {
       this.#faults.hit('outbox_after_send');
-      await this.#store.completeOutbox(message.id, this.workerId, this.#clock.now());
+      await this.#outbox.settle(message.id, this.workerId, { kind: 'delivered', at: this.#clock.now() });
       this.#logger.info('outbox.delivered', fields);
       return;
     }
     if (message.attempts >= this.#maxAttempts) {
-      await this.#store.deadLetterOutbox(message.id, this.workerId, this.#clock.now(), failure);
+      await this.#outbox.settle(message.id, this.workerId, {
+        kind: 'dead',
+        at: this.#clock.now(),
+        error: failure,
+      });
       this.#logger.error('outbox.dead_lettered', { ...fields, outcome: failure });
       return;
     }
     const delayMs = this.backoff(message.attempts);
-    await this.#store.retryOutbox(message.id, this.workerId, this.#clock.now() + delayMs, failure);
+    await this.#outbox.settle(message.id, this.workerId, {
+      kind: 'retry',
+      at: this.#clock.now() + delayMs,
+      error: failure,
+    });
     this.#logger.warn('outbox.retry_scheduled', { ...fields, outcome: failure, delay_ms: delayMs });
   }
 

@@ -1,18 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../core/clock.js';
-import type { FaultPoints } from '../core/fault-points.js';
+import { FaultPoints } from '../core/fault-points.js';
 import type { Logger } from '../core/logger.js';
 import { toLogger, type LoggerOption } from '../log/to-logger.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
-import type { Store } from '../store/store.js';
+import type { IdemStore } from '../ports/idem-store.js';
 import type { DurableHandler } from './durable-handler.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { OperationProcessor } from './operation-processor.js';
 import { OperationWriter, type Next } from './operation-writer.js';
 import { PollingLoop } from './polling-loop.js';
 
-export interface WorkerOptions<App = unknown> {
-  readonly store: Store<App>;
+export interface WorkerOptions {
+  /** Only its operations ledger is used: any `IdemStore` will do. */
+  readonly store: Pick<IdemStore, 'ledger'>;
   /** By operation name (`identity.operation`). */
   readonly handlers: Readonly<Record<string, DurableHandler>>;
   /** Default: the system clock. */
@@ -29,7 +30,7 @@ export interface WorkerOptions<App = unknown> {
   readonly policy?: RetryPolicy;
   /** How long a final record replays. Default 24 h. */
   readonly retentionMs?: number;
-  /** Default `store.faults`. */
+  /** Named places where tests inject failures. Default: none armed. */
   readonly faults?: FaultPoints;
   /** In [0, 1): backoff jitter. Default `Math.random`. */
   readonly random?: () => number;
@@ -52,9 +53,9 @@ const MAX_STEPS = 8;
  * as a crash at that point would; the `start` loop logs such errors (`worker.error`) and goes on.
  * The outbox has its own loop (`OutboxDispatcher`) so that a slow provider never delays messages.
  */
-export class Worker<App = unknown> {
+export class Worker {
   readonly workerId: string;
-  readonly #store: Store<App>;
+  readonly #ledger: IdemStore['ledger'];
   readonly #handlers: Readonly<Record<string, DurableHandler>>;
   readonly #clock: Clock;
   readonly #logger: Logger;
@@ -63,16 +64,16 @@ export class Worker<App = unknown> {
   readonly #processor: OperationProcessor;
   readonly #loop: PollingLoop;
 
-  constructor(options: WorkerOptions<App>) {
-    const store = options.store as Store<unknown>;
-    this.#store = options.store;
+  constructor(options: WorkerOptions) {
+    const ledger = options.store.ledger;
+    this.#ledger = ledger;
     this.#handlers = options.handlers;
     this.#clock = options.clock ?? systemClock;
     this.#logger = toLogger(options.logger);
     this.workerId = options.workerId ?? `worker-${randomUUID()}`;
     this.#leaseMs = options.leaseMs ?? 5000;
     if (!(this.#leaseMs >= 3)) throw new RangeError('leaseMs must be at least 3');
-    const common = { store, clock: this.#clock, logger: this.#logger, workerId: this.workerId };
+    const common = { ledger, clock: this.#clock, logger: this.#logger, workerId: this.workerId };
     this.#writer = new OperationWriter({
       ...common,
       retentionMs: options.retentionMs ?? 24 * 60 * 60 * 1000,
@@ -81,7 +82,7 @@ export class Worker<App = unknown> {
       ...common,
       writer: this.#writer,
       policy: options.policy ?? DEFAULT_RETRY_POLICY,
-      faults: options.faults ?? options.store.faults,
+      faults: options.faults ?? new FaultPoints(),
       random: options.random ?? Math.random,
     });
     this.#loop = new PollingLoop({
@@ -105,7 +106,7 @@ export class Worker<App = unknown> {
 
   /** Claims one due operation and carries it as far as it goes now; false when nothing was due. */
   async runOnce(): Promise<boolean> {
-    const claimed = await this.#store.claimDue({
+    const claimed = await this.#ledger.claim({
       workerId: this.workerId,
       now: this.#clock.now(),
       leaseMs: this.#leaseMs,
@@ -118,7 +119,7 @@ export class Worker<App = unknown> {
       return true;
     }
     const lease = new LeaseKeeper({
-      store: this.#store,
+      ledger: this.#ledger,
       clock: this.#clock,
       logger: this.#logger,
       operationId: claimed.operationId,

@@ -6,10 +6,12 @@ import type { RecoveryMode } from '../operations/durable-handler.js';
 import { OutboxDispatcher } from '../operations/outbox-dispatcher.js';
 import { DeploymentProviderClient } from '../operations/provider-client.js';
 import { Worker } from '../operations/worker.js';
-import type { Store } from '../store/store.js';
+import type { FaultPoints } from '../core/fault-points.js';
+import type { IdemStore } from '../ports/idem-store.js';
 
 export interface BackgroundWorkOptions {
-  store: Store<unknown>;
+  store: IdemStore;
+  faults?: FaultPoints;
   providerUrl: string;
   /** How the provider deduplicates; decides the recovery path. */
   providerMode: RecoveryMode;
@@ -36,6 +38,7 @@ export function startBackgroundWork(options: BackgroundWorkOptions): () => Promi
   });
   const common = {
     store: options.store,
+    ...(options.faults === undefined ? {} : { faults: options.faults }),
     clock: options.clock,
     logger: options.logger,
     ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),

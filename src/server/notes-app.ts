@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { SqliteDatabase, SqliteStatement } from '../adapters/sqlite/sqlite-database.js';
 import type { Clock } from '../core/clock.js';
-import type { EffectResult } from '../store/store.js';
+import type { EffectResult } from '../executor/effect.js';
 import type { Note, NotesRepository } from './notes-repository.js';
 
 export type { Note } from './notes-repository.js';

@@ -1,4 +1,4 @@
-import type { EffectResult } from '../store/store.js';
+import type { EffectResult } from '../executor/effect.js';
 
 export interface Note {
   note_id: string;

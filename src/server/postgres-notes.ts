@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { pgTarget, translatePgError } from '../adapters/postgres/postgres-errors.js';
 import type { PgClient, PgPool, PgQueryResult } from '../adapters/postgres/postgres-pool.js';
 import type { Clock } from '../core/clock.js';
-import type { EffectResult } from '../store/store.js';
+import type { EffectResult } from '../executor/effect.js';
 import type { Note, NotesRepository } from './notes-repository.js';
 
 const NOTES_SCHEMA_LOCK = 7_346_219_005;

@@ -4,7 +4,7 @@ import type { PgClient, PgPool } from '../adapters/postgres/postgres-pool.js';
 import { pgTarget, translatePgError } from '../adapters/postgres/postgres-errors.js';
 import { PostgresStore } from '../adapters/postgres/postgres-store.js';
 import type { Clock } from '../core/clock.js';
-import { FaultPoints } from '../core/fault-points.js';
+import type { FaultPoints } from '../core/fault-points.js';
 import type { Logger } from '../core/logger.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
 import type { Executor } from '../executor/executor.js';
@@ -35,6 +35,7 @@ export class PostgresReferenceApp implements ServerApp {
   readonly registry: TokenRegistry;
   readonly clock: Clock;
   readonly logger: Logger;
+  readonly faults: FaultPoints;
   readonly retentionMs: number;
   readonly tombstoneTtlMs: number;
   readonly providerUrl: string | undefined;
@@ -54,6 +55,7 @@ export class PostgresReferenceApp implements ServerApp {
       registry: this.registry,
       clock: this.clock,
       logger: this.logger,
+      faults: this.faults,
       retentionMs: this.retentionMs,
       tombstoneTtlMs: this.tombstoneTtlMs,
       providerUrl: this.providerUrl,
@@ -76,7 +78,6 @@ export class PostgresReferenceApp implements ServerApp {
     try {
       const store = await PostgresStore.create(pool, {
         clock,
-        faults: options.faults ?? new FaultPoints(),
         migrate: options.migrate ?? true,
         preparedStatements: options.preparedStatements ?? true,
         ...(options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs }),

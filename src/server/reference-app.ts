@@ -4,7 +4,7 @@ import type { SqliteDatabase } from '../adapters/sqlite/sqlite-database.js';
 import { translateSqliteError } from '../adapters/sqlite/sqlite-errors.js';
 import { SqliteStore } from '../adapters/sqlite/sqlite-store.js';
 import type { Clock } from '../core/clock.js';
-import { FaultPoints } from '../core/fault-points.js';
+import type { FaultPoints } from '../core/fault-points.js';
 import type { Logger } from '../core/logger.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
 import type { Executor } from '../executor/executor.js';
@@ -31,6 +31,7 @@ export class ReferenceApp implements ServerApp {
   readonly registry: TokenRegistry;
   readonly clock: Clock;
   readonly logger: Logger;
+  readonly faults: FaultPoints;
   readonly retentionMs: number;
   readonly tombstoneTtlMs: number;
   readonly providerUrl: string | undefined;
@@ -43,6 +44,7 @@ export class ReferenceApp implements ServerApp {
       registry: this.registry,
       clock: this.clock,
       logger: this.logger,
+      faults: this.faults,
       retentionMs: this.retentionMs,
       tombstoneTtlMs: this.tombstoneTtlMs,
       providerUrl: this.providerUrl,
@@ -54,7 +56,6 @@ export class ReferenceApp implements ServerApp {
       this.notes = new NotesApp(this.db, this.clock);
       this.store = new SqliteStore(this.db, {
         clock: this.clock,
-        faults: options.faults ?? new FaultPoints(),
         ...(options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs }),
       });
     } catch (error) {

@@ -1,9 +1,9 @@
 import { systemClock, type Clock } from '../core/clock.js';
-import type { FaultPoints } from '../core/fault-points.js';
+import { FaultPoints } from '../core/fault-points.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
 import { DEFAULT_RETENTION_MS, Executor } from '../executor/executor.js';
-import type { Store } from '../store/store.js';
+import type { IdemStore } from '../ports/idem-store.js';
 import { authorizeByGrant } from '../mcp/idem-identity.js';
 import type { TokenRegistry } from './token-registry.js';
 
@@ -30,6 +30,7 @@ export interface ReferenceSettings {
   readonly registry: TokenRegistry;
   readonly clock: Clock;
   readonly logger: Logger;
+  readonly faults: FaultPoints;
   readonly retentionMs: number;
   readonly tombstoneTtlMs: number;
   readonly providerUrl: string | undefined;
@@ -42,6 +43,7 @@ export function referenceSettings(options: ReferenceSettingsOptions): ReferenceS
     registry: options.registry,
     clock: options.clock ?? systemClock,
     logger: options.logger ?? silentLogger,
+    faults: options.faults ?? new FaultPoints(),
     retentionMs: options.retentionMs ?? DEFAULT_RETENTION_MS,
     tombstoneTtlMs: options.tombstoneTtlMs ?? DEFAULT_TOMBSTONE_TTL_MS,
     providerUrl: options.providerUrl,
@@ -54,7 +56,7 @@ export function referenceSettings(options: ReferenceSettingsOptions): ReferenceS
  * (carried in its credentials by the transport), whatever other tokens its principal has.
  */
 export function referenceExecutor<App>(
-  store: Store<App>,
+  store: IdemStore<App>,
   settings: ReferenceSettings,
   inFlightWaitMs: number | undefined,
 ): Executor<App> {
@@ -62,6 +64,7 @@ export function referenceExecutor<App>(
     store,
     clock: settings.clock,
     logger: settings.logger,
+    faults: settings.faults,
     authorize: authorizeByGrant,
     ...(inFlightWaitMs === undefined ? {} : { inFlightWaitMs }),
   });

@@ -10,7 +10,8 @@ import type { RetryPolicy } from '../core/retry-policy.js';
 import { outcomeOf } from '../executor/call-outcome.js';
 import { errorContent } from '../mcp/tool-result.js';
 import type { Executor } from '../executor/executor.js';
-import type { EffectResult } from '../store/store.js';
+import { requestCancel } from '../operations/ledger-commands.js';
+import type { EffectResult } from '../executor/effect.js';
 import type { IdemTool } from '../mcp/idem-tool.js';
 import { durableTool, idempotentTool, workspaceField } from '../mcp/idempotent-tool.js';
 import { readTool, type ReadContext } from '../mcp/read-tool.js';
@@ -102,7 +103,7 @@ export function referenceTools<App>(options: ReferenceToolsOptions<App>): IdemTo
     readOnly: false,
     handler: async (args, principal, read) => {
       const before = await ownOperation(args.operation_id, principal, read);
-      const after = await executor.store.requestCancel(args.operation_id, clock.now(), read);
+      const after = await requestCancel(executor.store.ledger, args.operation_id, clock.now(), read);
       const record = after ?? before;
       const cancel =
         before.status === 'cancel_requested'
@@ -152,7 +153,7 @@ export function referenceTools<App>(options: ReferenceToolsOptions<App>): IdemTo
 
   /** The caller's own operation; another principal's gets exactly the answer an unknown id gets. */
   async function ownOperation(operationId: string, principal: string, read: ReadContext) {
-    const record = await executor.store.getOperation(operationId, read);
+    const record = await executor.store.ledger.get(operationId, read);
     if (record === undefined || record.identity.principal !== principal) {
       throw new IdemError('not_found', 'no such operation');
     }

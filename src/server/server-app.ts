@@ -2,12 +2,15 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
-import type { Store } from '../store/store.js';
+import type { FaultPoints } from '../core/fault-points.js';
+import type { IdemStore } from '../ports/idem-store.js';
 import type { TokenRegistry } from './token-registry.js';
 
 /** What the transports and the CLI need of a reference server, whatever its engine. */
 export interface ServerApp {
-  readonly store: Store<unknown>;
+  readonly store: IdemStore;
+  /** The fault points of its executor (`IDEM_TEST_FAULTS`), shared with its background work. */
+  readonly faults: FaultPoints;
   readonly registry: TokenRegistry;
   readonly clock: Clock;
   readonly logger: Logger;

@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import { storageCauseFields } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import type { Store } from '../store/store.js';
+import type { Housekeeping } from '../ports/housekeeping.js';
 
 export interface SweeperOptions {
   intervalMs: number;
@@ -20,13 +20,16 @@ export interface SweeperOptions {
  * outbox messages past `outboxRetentionMs`, in small batches (one short transaction each). Returns a function that stops it. The timer never keeps the
  * process alive.
  */
-export function startSweeper(store: Store<unknown>, options: SweeperOptions): () => Promise<void> {
+export function startSweeper(
+  store: { housekeeping: Housekeeping },
+  options: SweeperOptions,
+): () => Promise<void> {
   let running: Promise<void> | undefined;
   const controller = new AbortController();
   const tick = () => {
     if (running !== undefined) return;
     const started = options.clock.monotonic();
-    running = store
+    running = store.housekeeping
       .sweep({
         now: options.clock.now(),
         tombstoneTtlMs: options.tombstoneTtlMs,

@@ -9,7 +9,7 @@ import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
 import { fingerprint } from '../../src/core/fingerprint.js';
 import { deploymentFields } from '../../src/operations/deployment-handler.js';
 import { resolveOperation } from '../../src/operations/operation-resolver.js';
-import type { Store } from '../../src/store/store.js';
+import type { IdemStore } from '../../src/ports/idem-store.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 import { callStart, DEPLOYMENT_ARGS, durableExecutor } from '../helpers/store-fixtures.js';
@@ -60,7 +60,7 @@ function oldRows(now: number): Row[] {
 }
 
 interface Opened {
-  readonly store: Store<unknown>;
+  readonly store: IdemStore<unknown>;
   version(): Promise<number>;
   close(): Promise<void>;
 }
@@ -139,12 +139,12 @@ for (const engine of engines) {
         engine.name === 'sqlite' ? SQLITE_SCHEMA_VERSION : POSTGRES_SCHEMA_VERSION,
       );
 
-      const old = await store.getOperation(OPERATION_ID);
+      const old = await store.ledger.get(OPERATION_ID);
       expect(old).toMatchObject({ status: 'failed', attemptCount: 3, args: DEPLOYMENT_ARGS });
       expect(old?.audit).toBeUndefined();
       const now = clock.now();
       const corrected = await resolveOperation(
-        store,
+        store.ledger,
         { start_deployment: { successFields: deploymentFields } },
         OPERATION_ID,
         {
@@ -170,14 +170,24 @@ for (const engine of engines) {
         version: '1.4.2',
       });
 
-      const [pending, ...others] = await store.claimOutbox({ workerId: 'd1', now, leaseMs: 1000, limit: 10 });
+      const [pending, ...others] = await store.outbox.claim({
+        workerId: 'd1',
+        now,
+        leaseMs: 1000,
+        limit: 10,
+      });
       expect(others).toEqual([]);
       expect(pending).toMatchObject({ dedupKey: 'pending-1', attempts: 5, lastError: 'http_503' });
-      await store.deadLetterOutbox(pending?.id ?? -1, 'd1', now, 'http_500');
-      expect((await store.listDeadLetters()).map((m) => m.dedupKey)).toEqual(['pending-1']);
-      expect(await store.requeueOutbox(pending?.id ?? -1, now)).toMatchObject({ attempts: 0 });
+      await store.outbox.settle(pending?.id ?? -1, 'd1', { kind: 'dead', at: now, error: 'http_500' });
+      expect((await store.outbox.deadLetters()).map((m) => m.dedupKey)).toEqual(['pending-1']);
+      expect(await store.outbox.requeue(pending?.id ?? -1, now)).toMatchObject({ attempts: 0 });
 
-      const swept = await store.sweep({ now, tombstoneTtlMs: DAY, batchSize: 10, outboxRetentionMs: DAY });
+      const swept = await store.housekeeping.sweep({
+        now,
+        tombstoneTtlMs: DAY,
+        batchSize: 10,
+        outboxRetentionMs: DAY,
+      });
       expect(swept.outboxDeleted).toBe(1);
     });
 
@@ -189,8 +199,8 @@ for (const engine of engines) {
       expect(await opened.version()).toBe(
         engine.name === 'sqlite' ? SQLITE_SCHEMA_VERSION : POSTGRES_SCHEMA_VERSION,
       );
-      expect(await opened.store.listDeadLetters()).toEqual([]);
-      expect((await opened.store.getOperation(OPERATION_ID))?.status).toBe('failed');
+      expect(await opened.store.outbox.deadLetters()).toEqual([]);
+      expect((await opened.store.ledger.get(OPERATION_ID))?.status).toBe('failed');
     });
   });
 }

@@ -4,7 +4,6 @@ import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.j
 import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
 import { SqliteTransactor } from '../../src/adapters/sqlite/sqlite-transactor.js';
 import { systemClock } from '../../src/core/clock.js';
-import { FaultPoints } from '../../src/core/fault-points.js';
 import { Executor } from '../../src/index.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import { recordNoops } from '../helpers/noop-calls.js';
@@ -14,7 +13,7 @@ import { watchPragmas } from '../helpers/watch-pragmas.js';
 afterEach(removeTempFiles);
 
 function transactor(db: SqliteDatabase): SqliteTransactor {
-  return new SqliteTransactor(db, systemClock, 1000, new FaultPoints(), { maxBatch: 64, gather: 'turn' });
+  return new SqliteTransactor(db, systemClock, 1000, { maxBatch: 64, gather: 'turn' });
 }
 
 /** A write that reports the synchronous level its transaction runs at, and its transaction. */
@@ -84,7 +83,7 @@ describe('SqliteStore sweep', () => {
     await recordNoops(new Executor({ store, authorize: () => true, clock }), 5);
     expect(pragmas).not.toContain('synchronous = NORMAL'); // callers' commits stay durable
     clock.advance(2000);
-    const swept = await store.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 2 });
+    const swept = await store.housekeeping.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 2 });
     expect(swept.tombstoned).toBe(5);
     expect(pragmas.filter((p) => p === 'synchronous = NORMAL')).toHaveLength(swept.batches + 1); // + the empty last batch
     expect(db.pragma('synchronous', { simple: true })).toBe(2);

@@ -181,7 +181,11 @@ describe('SqliteStore checkpoint option', () => {
       const store = new SqliteStore(db, { clock, checkpoint: 'inline' });
       await recordNoops(new Executor({ store, authorize: () => true, clock }), receipts);
       clock.advance(2000);
-      const swept = await store.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 1 });
+      const swept = await store.housekeeping.sweep({
+        now: clock.now(),
+        tombstoneTtlMs: 60_000,
+        batchSize: 1,
+      });
       const inFile = rowsInDatabaseFile(file, 'idem_tombstones');
       await store.close();
       return { batches: swept.batches, inFile };
@@ -208,7 +212,7 @@ describe('SqliteStore inline checkpoints during a long sweep', () => {
     const thresholds = (): string[] => pragmas.filter((p) => p.startsWith('wal_autocheckpoint ='));
     expect(thresholds()).toEqual([]);
     clock.advance(2000);
-    await store.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 1 });
+    await store.housekeeping.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 1 });
     expect(thresholds()[0]).toBe(`wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`);
     expect(thresholds().at(-1)).toBe('wal_autocheckpoint = 1000');
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
@@ -248,7 +252,7 @@ describe("SqliteStore checkpoint 'adaptive'", () => {
     const store = new SqliteStore(watchPragmas(db, pragmas), { clock, checkpoint: 'adaptive' });
     await recordNoops(new Executor({ store, authorize: () => true, clock }), SWEEP_CHECKPOINTER_AFTER + 2);
     clock.advance(2000);
-    const swept = await store.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 1 });
+    const swept = await store.housekeeping.sweep({ now: clock.now(), tombstoneTtlMs: 60_000, batchSize: 1 });
     expect(swept.tombstoned).toBe(SWEEP_CHECKPOINTER_AFTER + 2);
     expect(thresholds(pragmas)).toEqual([
       `wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`,

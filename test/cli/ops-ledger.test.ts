@@ -6,6 +6,7 @@ import type { OperationRecord } from '../../src/core/operation-record.js';
 import { runCli } from '../helpers/durable-fixtures.js';
 import { cleanup, ensureBuilt, makeTempDir } from '../helpers/mcp-fixtures.js';
 import { callStart, durableExecutor, openTestStore, startDurable } from '../helpers/store-fixtures.js';
+import { transition } from '../../src/operations/ledger-commands.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 const ARGS = { service: 'api', version: '1.4.2' };
@@ -25,8 +26,8 @@ async function failedDeployment(dbPath: string, key: string): Promise<OperationR
   try {
     const op = await startDurable(durableExecutor(t.store), { key, args: ARGS });
     const now = systemClock.now();
-    await t.store.claimDue({ workerId: 'w1', now, leaseMs: 60_000 });
-    const failed = await t.store.transition(op.operationId, {
+    await t.store.ledger.claim({ workerId: 'w1', now, leaseMs: 60_000 });
+    const failed = await transition(t.store.ledger, op.operationId, {
       workerId: 'w1',
       from: ['accepted'],
       to: 'failed',
@@ -187,9 +188,9 @@ describe('idem ops dead-letters and requeue', () => {
       });
       expect(run.ok).toBe(true);
       const now = systemClock.now();
-      const [dead] = await t.store.claimOutbox({ workerId: 'd1', now, leaseMs: 60_000, limit: 1 });
+      const [dead] = await t.store.outbox.claim({ workerId: 'd1', now, leaseMs: 60_000, limit: 1 });
       deadId = dead?.id ?? -1;
-      await t.store.deadLetterOutbox(deadId, 'd1', now, 'http_410');
+      await t.store.outbox.settle(deadId, 'd1', { kind: 'dead', at: now, error: 'http_410' });
     } finally {
       await t.close();
     }
@@ -253,8 +254,8 @@ describe('idem sweep and the outbox', () => {
           .ok,
       ).toBe(true);
       const now = systemClock.now();
-      const [delivered] = await t.store.claimOutbox({ workerId: 'd1', now, leaseMs: 60_000, limit: 1 });
-      await t.store.completeOutbox(delivered?.id ?? -1, 'd1', now - 60_000);
+      const [delivered] = await t.store.outbox.claim({ workerId: 'd1', now, leaseMs: 60_000, limit: 1 });
+      await t.store.outbox.settle(delivered?.id ?? -1, 'd1', { kind: 'delivered', at: now - 60_000 });
     } finally {
       await t.close();
     }

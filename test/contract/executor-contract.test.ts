@@ -3,9 +3,10 @@ import { decide } from '../../src/core/decide.js';
 import { fingerprint } from '../../src/core/fingerprint.js';
 import type { OperationIdentity } from '../../src/core/operation-identity.js';
 import { DEFAULT_RETENTION_MS, type CallOutcome } from '../../src/executor/executor.js';
-import type { CommitOutcome } from '../../src/store/store.js';
+import type { CommitOutcome } from '../../src/executor/commit-once.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import { storeFactories, type TestStore, type TestStoreOptions } from '../helpers/store-fixtures.js';
+import { commitOnce } from '../../src/executor/commit-once.js';
 
 const HOUR = 60 * 60 * 1000;
 const DAY = 24 * HOUR;
@@ -61,7 +62,7 @@ for (const factory of storeFactories) {
       };
       const operationId = 'op_00000000000000000000000000000042';
       const context = { operationId, attemptId: 'att_00000000000000000000000000000042', identity };
-      return t.store.commit({
+      return commitOnce(t.store.receipts, {
         identity,
         context,
         absent: true,
@@ -115,7 +116,7 @@ for (const factory of storeFactories) {
       it('stores a receipt that getOperation returns', async () => {
         const t = await open();
         const outcome = succeeded(await call(t, 'key-1'));
-        const receipt = await t.store.getOperation(outcome.operationId);
+        const receipt = await t.store.ledger.get(outcome.operationId);
         expect(receipt).toMatchObject({
           operationId: outcome.operationId,
           identity: {
@@ -158,7 +159,7 @@ for (const factory of storeFactories) {
         expect(retry.replayed).toBe(true);
         const [note] = await t.listNotes();
         expect(retry.result.resource_id).toBe(note?.note_id);
-        const [receipt] = await t.store.listOperations();
+        const [receipt] = await t.store.ledger.list();
         expect(retry.operationId).toBe(receipt?.operationId);
         expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
       });
@@ -215,7 +216,7 @@ for (const factory of storeFactories) {
           throw new Error('expected a replay');
         expect(outcome.decision.receipt.operationId).toBe(first.operationId);
         expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
-        expect((await t.store.getOperation(first.operationId))?.result).toEqual(first.result);
+        expect((await t.store.ledger.get(first.operationId))?.result).toEqual(first.result);
       });
 
       it('never runs a key made tombstone since the caller looked: the effect is undone, key_expired', async () => {
@@ -223,7 +224,7 @@ for (const factory of storeFactories) {
         const t = await open({ clock });
         succeeded(await call(t, 'raced', 'same body'));
         clock.advance(DEFAULT_RETENTION_MS + HOUR);
-        await t.store.sweep({ now: clock.now(), tombstoneTtlMs: 7 * DAY, batchSize: 10 });
+        await t.store.housekeeping.sweep({ now: clock.now(), tombstoneTtlMs: 7 * DAY, batchSize: 10 });
         const outcome = await commitAsIfAbsent(t, 'raced', 'same body', clock.now());
         if (outcome.kind !== 'decided' || outcome.decision.kind !== 'reject')
           throw new Error('expected a refusal');
@@ -349,19 +350,21 @@ for (const factory of storeFactories) {
         const first = succeeded(await call(t, 'key-1'));
 
         // Nothing is due yet.
-        expect(await t.store.sweep({ now: clock.now(), tombstoneTtlMs, batchSize: 10 })).toEqual({
-          tombstoned: 0,
-          tombstonesDeleted: 0,
-          outboxDeleted: 0,
-          batches: 0,
-        });
+        expect(await t.store.housekeeping.sweep({ now: clock.now(), tombstoneTtlMs, batchSize: 10 })).toEqual(
+          {
+            tombstoned: 0,
+            tombstonesDeleted: 0,
+            outboxDeleted: 0,
+            batches: 0,
+          },
+        );
         expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
 
         clock.advance(DEFAULT_RETENTION_MS + HOUR);
-        const swept = await t.store.sweep({ now: clock.now(), tombstoneTtlMs, batchSize: 10 });
+        const swept = await t.store.housekeeping.sweep({ now: clock.now(), tombstoneTtlMs, batchSize: 10 });
         expect(swept).toMatchObject({ tombstoned: 1, tombstonesDeleted: 0 });
         expect(await counts(t)).toEqual({ notes: 1, receipts: 0, tombstones: 1 });
-        expect(await t.store.getOperation(first.operationId)).toBeUndefined();
+        expect(await t.store.ledger.get(first.operationId)).toBeUndefined();
         const refusal = failed(await call(t, 'key-1')).error;
         expect(refusal.code).toBe('key_expired');
         // The refusal says when the receipt expired, as the tombstone recorded it.
@@ -370,13 +373,17 @@ for (const factory of storeFactories) {
 
         // The tombstone lives tombstoneTtlMs past the receipt's expiry, not past the sweep.
         clock.advance(tombstoneTtlMs - HOUR - 1);
-        expect(await t.store.sweep({ now: clock.now(), tombstoneTtlMs, batchSize: 10 })).toMatchObject({
+        expect(
+          await t.store.housekeeping.sweep({ now: clock.now(), tombstoneTtlMs, batchSize: 10 }),
+        ).toMatchObject({
           tombstonesDeleted: 0,
         });
         expect(failed(await call(t, 'key-1')).error.code).toBe('key_expired');
 
         clock.advance(1);
-        expect(await t.store.sweep({ now: clock.now(), tombstoneTtlMs, batchSize: 10 })).toMatchObject({
+        expect(
+          await t.store.housekeeping.sweep({ now: clock.now(), tombstoneTtlMs, batchSize: 10 }),
+        ).toMatchObject({
           tombstoned: 0,
           tombstonesDeleted: 1,
         });
@@ -394,7 +401,7 @@ for (const factory of storeFactories) {
         const op = t.noteOperation({ retentionMs: HOUR });
         const first = succeeded(await call(t, 'key-1', 'b', {}, op));
         clock.advance(HOUR);
-        await t.store.sweep({ now: clock.now(), tombstoneTtlMs: HOUR, batchSize: 10 });
+        await t.store.housekeeping.sweep({ now: clock.now(), tombstoneTtlMs: HOUR, batchSize: 10 });
         expect(await counts(t)).toEqual({ notes: 1, receipts: 0, tombstones: 1 });
 
         clock.advance(HOUR);
@@ -412,7 +419,11 @@ for (const factory of storeFactories) {
         for (let i = 0; i < 25; i += 1) succeeded(await call(t, `key-${i}`, `body-${i}`, {}, op));
         clock.advance(HOUR);
 
-        const swept = await t.store.sweep({ now: clock.now(), tombstoneTtlMs: DAY, batchSize: 10 });
+        const swept = await t.store.housekeeping.sweep({
+          now: clock.now(),
+          tombstoneTtlMs: DAY,
+          batchSize: 10,
+        });
         expect(swept.tombstoned).toBe(25);
         expect(swept.tombstonesDeleted).toBe(0);
         expect(swept.batches).toBeGreaterThanOrEqual(3);
@@ -429,7 +440,11 @@ for (const factory of storeFactories) {
         for (let i = 0; i < 25; i += 1) succeeded(await call(t, `key-${i}`, `body-${i}`, {}, op));
         clock.advance(HOUR);
         // On the fake clock no time passes inside a batch: every batch takes the whole batchSize.
-        const fast = await t.store.sweep({ now: clock.now(), tombstoneTtlMs: DAY, batchSize: 10 });
+        const fast = await t.store.housekeeping.sweep({
+          now: clock.now(),
+          tombstoneTtlMs: DAY,
+          batchSize: 10,
+        });
         expect(fast).toEqual({ tombstoned: 25, tombstonesDeleted: 0, outboxDeleted: 0, batches: 3 });
 
         const slowClock = new FakeClock();
@@ -444,7 +459,7 @@ for (const factory of storeFactories) {
         });
         for (let i = 0; i < 25; i += 1) succeeded(await call(slow, `key-${i}`, `body-${i}`, {}, op));
         slowClock.advance(HOUR);
-        const halved = await slow.store.sweep({
+        const halved = await slow.store.housekeeping.sweep({
           now: slowClock.now(),
           tombstoneTtlMs: DAY,
           batchSize: 10,
@@ -477,7 +492,7 @@ for (const factory of storeFactories) {
         for (let i = 0; i < 25; i += 1) succeeded(await call(t, `key-${i}`, `body-${i}`, {}, op));
         base.advance(HOUR);
         pauses.length = 0;
-        const quarter = await t.store.sweep({
+        const quarter = await t.store.housekeeping.sweep({
           now: base.now(),
           tombstoneTtlMs: DAY,
           batchSize: 10,
@@ -496,12 +511,18 @@ for (const factory of storeFactories) {
         base.advance(HOUR);
         pauses.length = 0;
         expect(
-          (await t.store.sweep({ now: base.now(), tombstoneTtlMs: DAY, batchSize: 10, maxDuty: 1 }))
-            .tombstoned,
+          (
+            await t.store.housekeeping.sweep({
+              now: base.now(),
+              tombstoneTtlMs: DAY,
+              batchSize: 10,
+              maxDuty: 1,
+            })
+          ).tombstoned,
         ).toBe(25);
         expect(pauses).toEqual([]);
         await expect(
-          t.store.sweep({ now: base.now(), tombstoneTtlMs: DAY, batchSize: 10, maxDuty: 0 }),
+          t.store.housekeeping.sweep({ now: base.now(), tombstoneTtlMs: DAY, batchSize: 10, maxDuty: 0 }),
         ).rejects.toThrow(RangeError);
       });
 
@@ -513,7 +534,7 @@ for (const factory of storeFactories) {
         clock.advance(HOUR);
         const live = succeeded(await call(t, 'live', 'b', {}, shortLived));
 
-        const partial = await t.store.sweep({
+        const partial = await t.store.housekeeping.sweep({
           now: clock.now(),
           tombstoneTtlMs: DAY,
           batchSize: 10,
@@ -522,10 +543,14 @@ for (const factory of storeFactories) {
         expect(partial).toEqual({ tombstoned: 10, tombstonesDeleted: 0, outboxDeleted: 0, batches: 1 });
         expect(await counts(t)).toEqual({ notes: 16, receipts: 6, tombstones: 10 });
 
-        const rest = await t.store.sweep({ now: clock.now(), tombstoneTtlMs: DAY, batchSize: 10 });
+        const rest = await t.store.housekeeping.sweep({
+          now: clock.now(),
+          tombstoneTtlMs: DAY,
+          batchSize: 10,
+        });
         expect(rest.tombstoned).toBe(5);
         expect(await counts(t)).toEqual({ notes: 16, receipts: 1, tombstones: 15 });
-        expect((await t.store.getOperation(live.operationId))?.operationId).toBe(live.operationId);
+        expect((await t.store.ledger.get(live.operationId))?.operationId).toBe(live.operationId);
       });
     });
 
@@ -545,7 +570,7 @@ for (const factory of storeFactories) {
         const v2Replay = succeeded(await call(t, 'key-1', 'b', {}, v2));
         expect(v1Replay.result).toEqual(first.result);
         expect(v2Replay.result).toEqual(second.result);
-        expect((await t.store.getOperation(second.operationId))?.identity.version).toBe(2);
+        expect((await t.store.ledger.get(second.operationId))?.identity.version).toBe(2);
       });
     });
 
@@ -616,7 +641,7 @@ for (const factory of storeFactories) {
     describe('operations queries', () => {
       it('getOperation answers undefined for an unknown id', async () => {
         const t = await open();
-        expect(await t.store.getOperation('op_00000000000000000000000000000000')).toBeUndefined();
+        expect(await t.store.ledger.get('op_00000000000000000000000000000000')).toBeUndefined();
       });
 
       it('listOperations returns receipts newest first, filtered by status and limited', async () => {
@@ -628,18 +653,15 @@ for (const factory of storeFactories) {
           clock.advance(1000);
         }
 
-        const all = await t.store.listOperations();
+        const all = await t.store.ledger.list();
         expect(all.map((r) => r.operationId)).toEqual([...ids].reverse());
         expect(all.every((r) => r.status === 'succeeded')).toBe(true);
-        expect((await t.store.listOperations({ status: 'succeeded' })).map((r) => r.operationId)).toEqual(
+        expect((await t.store.ledger.list({ status: 'succeeded' })).map((r) => r.operationId)).toEqual(
           [...ids].reverse(),
         );
-        expect(await t.store.listOperations({ status: 'failed' })).toEqual([]);
-        expect((await t.store.listOperations({ limit: 2 })).map((r) => r.operationId)).toEqual([
-          ids[2],
-          ids[1],
-        ]);
-        expect(await t.store.getOperation(ids[1] as string)).toEqual(all[1]);
+        expect(await t.store.ledger.list({ status: 'failed' })).toEqual([]);
+        expect((await t.store.ledger.list({ limit: 2 })).map((r) => r.operationId)).toEqual([ids[2], ids[1]]);
+        expect(await t.store.ledger.get(ids[1] as string)).toEqual(all[1]);
       });
     });
   });

@@ -3,7 +3,8 @@ import type { OperationError, OperationRecord } from '../../src/core/operation-r
 import { OPERATION_STATES, type OperationState } from '../../src/core/operation-state.js';
 import { DEFAULT_RETRY_POLICY } from '../../src/core/retry-policy.js';
 import type { CallOutcome, Executor } from '../../src/executor/executor.js';
-import type { OperationPatch, Store } from '../../src/store/store.js';
+import type { OperationPatch } from '../../src/operations/ledger-commands.js';
+import type { IdemStore } from '../../src/ports/idem-store.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import {
   callStart,
@@ -14,6 +15,12 @@ import {
   storeFactories,
   type TestStore,
 } from '../helpers/store-fixtures.js';
+import {
+  requestCancel,
+  resolve,
+  startAttempt,
+  transition as transitionLedger,
+} from '../../src/operations/ledger-commands.js';
 
 const HOUR = 60 * 60 * 1000;
 const DAY = 24 * HOUR;
@@ -73,7 +80,7 @@ for (const factory of storeFactories) {
   describe(`ledger contract: ${factory.name}`, () => {
     interface Ledger {
       readonly t: TestStore;
-      readonly store: Store<unknown>;
+      readonly store: IdemStore<unknown>;
       readonly clock: FakeClock;
       /** Answers a retry of an unfinished operation after `inFlightWaitMs` (default 0: at once). */
       readonly executor: Executor<unknown>;
@@ -87,11 +94,11 @@ for (const factory of storeFactories) {
     }
 
     async function get(l: Ledger, operationId: string): Promise<OperationRecord> {
-      return defined(await l.store.getOperation(operationId), `operation ${operationId}`);
+      return defined(await l.store.ledger.get(operationId), `operation ${operationId}`);
     }
 
     function claim(l: Ledger, workerId: string, leaseMs = LEASE_MS): Promise<OperationRecord | undefined> {
-      return l.store.claimDue({ workerId, now: l.clock.now(), leaseMs });
+      return l.store.ledger.claim({ workerId, now: l.clock.now(), leaseMs });
     }
 
     /** Claims and checks that the claim is `operationId` (tests keep one due operation at a time). */
@@ -113,7 +120,7 @@ for (const factory of storeFactories) {
       patch?: OperationPatch,
       from: readonly OperationState[] = [op.status],
     ): Promise<OperationRecord | undefined> {
-      return l.store.transition(op.operationId, {
+      return transitionLedger(l.store.ledger, op.operationId, {
         workerId,
         from,
         to,
@@ -127,7 +134,7 @@ for (const factory of storeFactories) {
       const op = await accept(l, key);
       await claimOp(l, op.operationId, workerId);
       return defined(
-        await l.store.startAttempt(op.operationId, {
+        await startAttempt(l.store.ledger, op.operationId, {
           workerId,
           attemptId: `att-${key}-1`,
           now: l.clock.now(),
@@ -169,7 +176,7 @@ for (const factory of storeFactories) {
       } else if (state === 'cancelled') {
         const op = await accept(l, key);
         await claimOp(l, op.operationId, 'w1');
-        const cancelling = defined(await l.store.requestCancel(op.operationId, now), 'requestCancel');
+        const cancelling = defined(await requestCancel(l.store.ledger, op.operationId, now), 'requestCancel');
         settled = await transition(l, cancelling, 'w1', 'cancelled', {
           expiresAt: now + DAY,
           releaseLease: release,
@@ -226,7 +233,7 @@ for (const factory of storeFactories) {
         expect(record.result).toBeUndefined();
         expect(record.leaseOwner).toBeUndefined();
         expect(record.leaseExpiresAt).toBeUndefined();
-        expect(await l.store.listAttempts(outcome.operationId)).toEqual([]);
+        expect(await l.store.ledger.attempts(outcome.operationId)).toEqual([]);
       });
 
       it("takes the deadline from the operation's own policy.totalMs", async () => {
@@ -258,16 +265,16 @@ for (const factory of storeFactories) {
 
         await checkRetry('accepted');
         await claimOp(l, id, 'w1');
-        await l.store.startAttempt(id, {
+        await startAttempt(l.store.ledger, id, {
           workerId: 'w1',
           attemptId: 'att-1',
           now: l.clock.now(),
           from: ['accepted'],
         });
         await checkRetry('running');
-        await l.store.requestCancel(id, l.clock.now());
+        await requestCancel(l.store.ledger, id, l.clock.now());
         await checkRetry('cancel_requested');
-        expect(await l.store.listOperations()).toHaveLength(1);
+        expect(await l.store.ledger.list()).toHaveLength(1);
       });
 
       it('rejects the same key with other args as payload_conflict and changes nothing', async () => {
@@ -279,7 +286,7 @@ for (const factory of storeFactories) {
         expect(conflict.error.code).toBe('payload_conflict');
         expect(conflict.error.retryable).toBe(false);
         expect(await get(l, op.operationId)).toEqual(op);
-        expect(await l.store.listOperations()).toEqual([op]);
+        expect(await l.store.ledger.list()).toEqual([op]);
       });
 
       it('waits within the in-flight bound and returns the result when the worker finishes meanwhile', async () => {
@@ -336,7 +343,7 @@ for (const factory of storeFactories) {
         expect(failure.error.code).toBe('invalid_argument');
         expect(failure.error.message).toBe(refused.error?.message);
         expect(failure.error.operationId).toBe(refused.operationId);
-        expect(await l.store.listOperations()).toHaveLength(2);
+        expect(await l.store.ledger.list()).toHaveLength(2);
       });
     });
 
@@ -383,7 +390,7 @@ for (const factory of storeFactories) {
         const before = await get(l, op.operationId);
 
         expect(
-          await l.store.startAttempt(op.operationId, {
+          await startAttempt(l.store.ledger, op.operationId, {
             workerId: 'w1',
             attemptId: 'att-late',
             now: l.clock.now(),
@@ -391,9 +398,15 @@ for (const factory of storeFactories) {
           }),
         ).toBeUndefined();
         expect(await transition(l, before, 'w1', 'succeeded', { resourceId: 'dep-x' })).toBeUndefined();
-        expect(await l.store.renewLease(op.operationId, 'w1', l.clock.now() + LEASE_MS)).toBe(false);
+        expect(
+          await l.store.ledger.renew(op.operationId, {
+            workerId: 'w1',
+            now: l.clock.now(),
+            leaseExpiresAt: l.clock.now() + LEASE_MS,
+          }),
+        ).toBe(false);
         expect(await get(l, op.operationId)).toEqual(before);
-        expect((await l.store.listAttempts(op.operationId)).map((a) => a.workerId)).toEqual(['w1']);
+        expect((await l.store.ledger.attempts(op.operationId)).map((a) => a.workerId)).toEqual(['w1']);
       });
 
       it('gives one due operation to exactly one of many workers on separate connections', async () => {
@@ -409,12 +422,12 @@ for (const factory of storeFactories) {
         const now = op.createdAt + 1;
 
         const claims = await Promise.all(
-          connections.map((t, i) => t.store.claimDue({ workerId: `w${i}`, now, leaseMs: LEASE_MS })),
+          connections.map((t, i) => t.store.ledger.claim({ workerId: `w${i}`, now, leaseMs: LEASE_MS })),
         );
         const winners = claims.filter((c): c is OperationRecord => c !== undefined);
         expect(winners).toHaveLength(1);
         expect(winners[0]?.operationId).toBe(op.operationId);
-        const stored = defined(await first.store.getOperation(op.operationId), 'the operation');
+        const stored = defined(await first.store.ledger.get(op.operationId), 'the operation');
         expect(stored.leaseOwner).toBe(winners[0]?.leaseOwner);
       });
 
@@ -433,7 +446,7 @@ for (const factory of storeFactories) {
       it('claims a cancel_requested operation so that a worker can settle it', async () => {
         const l = await open();
         const op = await accept(l);
-        await l.store.requestCancel(op.operationId, l.clock.now());
+        await requestCancel(l.store.ledger, op.operationId, l.clock.now());
         const claimed = await claimOp(l, op.operationId, 'w1');
         expect(claimed.status).toBe('cancel_requested');
       });
@@ -473,7 +486,7 @@ for (const factory of storeFactories) {
         l.clock.advance(YEAR);
         expect(await claim(l, 'w2')).toBeUndefined();
         for (const state of FINAL) {
-          expect(await l.store.listOperations({ status: state }), state).toHaveLength(2);
+          expect(await l.store.ledger.list({ status: state }), state).toHaveLength(2);
         }
       });
 
@@ -502,11 +515,23 @@ for (const factory of storeFactories) {
         const start = l.clock.now();
         await claimOp(l, op.operationId, 'w1');
 
-        expect(await l.store.renewLease(op.operationId, 'w2', start + 10 * LEASE_MS)).toBe(false);
+        expect(
+          await l.store.ledger.renew(op.operationId, {
+            workerId: 'w2',
+            now: l.clock.now(),
+            leaseExpiresAt: start + 10 * LEASE_MS,
+          }),
+        ).toBe(false);
         expect((await get(l, op.operationId)).leaseExpiresAt).toBe(start + LEASE_MS);
 
         l.clock.advance(LEASE_MS / 2);
-        expect(await l.store.renewLease(op.operationId, 'w1', start + 2 * LEASE_MS)).toBe(true);
+        expect(
+          await l.store.ledger.renew(op.operationId, {
+            workerId: 'w1',
+            now: l.clock.now(),
+            leaseExpiresAt: start + 2 * LEASE_MS,
+          }),
+        ).toBe(true);
         expect(await get(l, op.operationId)).toMatchObject({
           leaseOwner: 'w1',
           leaseExpiresAt: start + 2 * LEASE_MS,
@@ -528,7 +553,7 @@ for (const factory of storeFactories) {
         const now = l.clock.now();
 
         const started = defined(
-          await l.store.startAttempt(op.operationId, {
+          await startAttempt(l.store.ledger, op.operationId, {
             workerId: 'w1',
             attemptId: 'att-a1',
             now,
@@ -545,7 +570,7 @@ for (const factory of storeFactories) {
           leaseOwner: 'w1',
         });
         expect(await get(l, op.operationId)).toEqual(started);
-        expect(await l.store.listAttempts(op.operationId)).toEqual([
+        expect(await l.store.ledger.attempts(op.operationId)).toEqual([
           { attemptId: 'att-a1', operationId: op.operationId, number: 1, workerId: 'w1', startedAt: now },
         ]);
       });
@@ -554,7 +579,7 @@ for (const factory of storeFactories) {
         const l = await open();
         const op = await accept(l);
         const attempt = (workerId: string) =>
-          l.store.startAttempt(op.operationId, {
+          startAttempt(l.store.ledger, op.operationId, {
             workerId,
             attemptId: `att-${workerId}`,
             now: l.clock.now(),
@@ -566,18 +591,21 @@ for (const factory of storeFactories) {
         const claimed = await claimOp(l, op.operationId, 'w1');
         expect(await attempt('w2')).toBeUndefined();
         expect(await get(l, op.operationId)).toEqual(claimed);
-        expect(await l.store.listAttempts(op.operationId)).toEqual([]);
+        expect(await l.store.ledger.attempts(op.operationId)).toEqual([]);
       });
 
       it('is refused when the state is not one of from (cancel_requested), and changes nothing', async () => {
         const l = await open();
         const op = await accept(l);
         await claimOp(l, op.operationId, 'w1');
-        const cancelling = defined(await l.store.requestCancel(op.operationId, l.clock.now()), 'cancel');
+        const cancelling = defined(
+          await requestCancel(l.store.ledger, op.operationId, l.clock.now()),
+          'cancel',
+        );
         expect(cancelling.status).toBe('cancel_requested');
 
         expect(
-          await l.store.startAttempt(op.operationId, {
+          await startAttempt(l.store.ledger, op.operationId, {
             workerId: 'w1',
             attemptId: 'att-1',
             now: l.clock.now(),
@@ -585,7 +613,7 @@ for (const factory of storeFactories) {
           }),
         ).toBeUndefined();
         expect(await get(l, op.operationId)).toEqual(cancelling);
-        expect(await l.store.listAttempts(op.operationId)).toEqual([]);
+        expect(await l.store.ledger.attempts(op.operationId)).toEqual([]);
       });
 
       it('MUST refuse a worker whose lease expired even if nobody took over yet', async () => {
@@ -595,7 +623,7 @@ for (const factory of storeFactories) {
         l.clock.advance(LEASE_MS);
         const before = await get(l, op.operationId);
 
-        const late = await l.store.startAttempt(op.operationId, {
+        const late = await startAttempt(l.store.ledger, op.operationId, {
           workerId: 'w1',
           attemptId: 'att-late',
           now: l.clock.now(),
@@ -603,22 +631,22 @@ for (const factory of storeFactories) {
         });
         expect(late).toBeUndefined();
         expect(await get(l, op.operationId)).toEqual(before);
-        expect(await l.store.listAttempts(op.operationId)).toEqual([]);
+        expect(await l.store.ledger.attempts(op.operationId)).toEqual([]);
       });
 
       it('finishAttempt records end, outcome and detail; the next attempt is number 2', async () => {
         const l = await open();
         const op = await running(l, 'deploy-1', 'w1');
-        const [first] = await l.store.listAttempts(op.operationId);
+        const [first] = await l.store.ledger.attempts(op.operationId);
         const attemptId = defined(first, 'the first attempt').attemptId;
 
         l.clock.advance(700);
-        await l.store.finishAttempt(attemptId, {
+        await l.store.ledger.finishAttempt(attemptId, {
           endedAt: l.clock.now(),
           outcome: 'retryable_failure',
           detail: 'provider answered 503',
         });
-        expect(await l.store.listAttempts(op.operationId)).toEqual([
+        expect(await l.store.ledger.attempts(op.operationId)).toEqual([
           {
             attemptId,
             operationId: op.operationId,
@@ -635,7 +663,7 @@ for (const factory of storeFactories) {
         l.clock.advance(100);
         await claimOp(l, op.operationId, 'w2');
         const second = defined(
-          await l.store.startAttempt(op.operationId, {
+          await startAttempt(l.store.ledger, op.operationId, {
             workerId: 'w2',
             attemptId: 'att-2',
             now: l.clock.now(),
@@ -644,9 +672,9 @@ for (const factory of storeFactories) {
           'second attempt',
         );
         expect(second).toMatchObject({ status: 'running', attemptCount: 2, dispatched: true });
-        await l.store.finishAttempt('att-2', { endedAt: l.clock.now(), outcome: 'succeeded' });
+        await l.store.ledger.finishAttempt('att-2', { endedAt: l.clock.now(), outcome: 'succeeded' });
 
-        const attempts = await l.store.listAttempts(op.operationId);
+        const attempts = await l.store.ledger.attempts(op.operationId);
         expect(attempts.map((a) => [a.number, a.workerId, a.outcome])).toEqual([
           [1, 'w1', 'retryable_failure'],
           [2, 'w2', 'succeeded'],
@@ -663,7 +691,7 @@ for (const factory of storeFactories) {
         l.clock.advance(LEASE_MS);
         const now = l.clock.now();
         await claimOp(l, op.operationId, 'w2');
-        const [attempt, ...more] = await l.store.listAttempts(op.operationId);
+        const [attempt, ...more] = await l.store.ledger.attempts(op.operationId);
         expect(more).toEqual([]);
         expect(attempt).toEqual({
           attemptId: 'att-deploy-1-1',
@@ -676,12 +704,12 @@ for (const factory of storeFactories) {
           detail: expect.stringContaining('w2'),
         });
         // Its worker may still record what it learned; that wins.
-        await l.store.finishAttempt('att-deploy-1-1', {
+        await l.store.ledger.finishAttempt('att-deploy-1-1', {
           endedAt: now + 1,
           outcome: 'ambiguous',
           detail: 'ambiguous: timeout',
         });
-        expect((await l.store.listAttempts(op.operationId))[0]).toMatchObject({
+        expect((await l.store.ledger.attempts(op.operationId))[0]).toMatchObject({
           endedAt: now + 1,
           outcome: 'ambiguous',
           detail: 'ambiguous: timeout',
@@ -691,17 +719,17 @@ for (const factory of storeFactories) {
       it('claimDue leaves finished attempts, and other operations, alone', async () => {
         const l = await open();
         const op = await running(l, 'deploy-1', 'w1');
-        await l.store.finishAttempt('att-deploy-1-1', {
+        await l.store.ledger.finishAttempt('att-deploy-1-1', {
           endedAt: l.clock.now(),
           outcome: 'retryable_failure',
           detail: 'throttled (HTTP 503)',
         });
         await transition(l, op, 'w1', 'running', { nextAttemptAt: l.clock.now() + 100, releaseLease: true });
-        const finished = await l.store.listAttempts(op.operationId);
+        const finished = await l.store.ledger.attempts(op.operationId);
         const other = await accept(l, 'deploy-2');
         await claimOp(l, other.operationId, 'w2');
         const open2 = defined(
-          await l.store.startAttempt(other.operationId, {
+          await startAttempt(l.store.ledger, other.operationId, {
             workerId: 'w2',
             attemptId: 'att-deploy-2-1',
             now: l.clock.now(),
@@ -711,8 +739,8 @@ for (const factory of storeFactories) {
         );
         l.clock.advance(100);
         await claimOp(l, op.operationId, 'w3');
-        expect(await l.store.listAttempts(op.operationId)).toEqual(finished);
-        const [second] = await l.store.listAttempts(open2.operationId);
+        expect(await l.store.ledger.attempts(op.operationId)).toEqual(finished);
+        const [second] = await l.store.ledger.attempts(open2.operationId);
         expect(second?.endedAt).toBeUndefined();
       });
 
@@ -734,14 +762,14 @@ for (const factory of storeFactories) {
                   : { expiresAt: l.clock.now() + DAY };
           const from: OperationState[] = ['running'];
           if (state === 'cancelled') {
-            await l.store.requestCancel(op.operationId, l.clock.now());
+            await requestCancel(l.store.ledger, op.operationId, l.clock.now());
             from[0] = 'cancel_requested';
           }
           defined(
             await transition(l, op, 'w1', state, { ...patch, releaseLease: true }, from),
             `transition to ${state}`,
           );
-          expect(await l.store.listAttempts(op.operationId)).toEqual([
+          expect(await l.store.ledger.attempts(op.operationId)).toEqual([
             expect.objectContaining({ number: 1, endedAt: l.clock.now(), outcome: state }),
           ]);
         });
@@ -752,7 +780,7 @@ for (const factory of storeFactories) {
         const op = await running(l, 'deploy-1', 'w1');
         expect(await transition(l, op, 'w2', 'failed', { error: AMBIGUOUS })).toBeUndefined();
         await transition(l, op, 'w1', 'running', { nextAttemptAt: l.clock.now() + 100 });
-        const [attempt] = await l.store.listAttempts(op.operationId);
+        const [attempt] = await l.store.ledger.attempts(op.operationId);
         expect(attempt?.endedAt).toBeUndefined();
         expect(attempt?.outcome).toBeUndefined();
       });
@@ -793,7 +821,7 @@ for (const factory of storeFactories) {
         expect(done.leaseOwner).toBeUndefined();
         expect(done.leaseExpiresAt).toBeUndefined();
         expect(await get(l, op.operationId)).toEqual(done);
-        expect((await l.store.listOperations({ status: 'succeeded' })).map((r) => r.operationId)).toEqual([
+        expect((await l.store.ledger.list({ status: 'succeeded' })).map((r) => r.operationId)).toEqual([
           op.operationId,
         ]);
       });
@@ -869,9 +897,9 @@ for (const factory of storeFactories) {
               code: 'invalid_argument',
             });
           }
-          expect(await l.store.requestCancel(op.operationId, l.clock.now()), state).toEqual(op);
+          expect(await requestCancel(l.store.ledger, op.operationId, l.clock.now()), state).toEqual(op);
           await expect(
-            l.store.resolve(op.operationId, {
+            resolve(l.store.ledger, op.operationId, {
               to: 'failed',
               by: 'oncall',
               now: l.clock.now(),
@@ -940,7 +968,7 @@ for (const factory of storeFactories) {
         const op = await accept(l);
         l.clock.advance(500);
         const now = l.clock.now();
-        const cancelling = defined(await l.store.requestCancel(op.operationId, now), 'requestCancel');
+        const cancelling = defined(await requestCancel(l.store.ledger, op.operationId, now), 'requestCancel');
         expect(cancelling).toMatchObject({
           operationId: op.operationId,
           status: 'cancel_requested',
@@ -955,7 +983,7 @@ for (const factory of storeFactories) {
         const l = await open();
         const op = await running(l);
         const now = l.clock.now();
-        const cancelling = defined(await l.store.requestCancel(op.operationId, now), 'requestCancel');
+        const cancelling = defined(await requestCancel(l.store.ledger, op.operationId, now), 'requestCancel');
         expect(cancelling).toMatchObject({
           status: 'cancel_requested',
           cancelRequestedAt: now,
@@ -977,11 +1005,13 @@ for (const factory of storeFactories) {
         const records: OperationRecord[] = [];
         for (const state of FINAL) records.push(await finalOp(l, state));
         const pending = await accept(l, 'deploy-pending');
-        records.push(defined(await l.store.requestCancel(pending.operationId, l.clock.now()), 'cancel'));
+        records.push(
+          defined(await requestCancel(l.store.ledger, pending.operationId, l.clock.now()), 'cancel'),
+        );
 
         l.clock.advance(1000);
         for (const record of records) {
-          const answer = await l.store.requestCancel(record.operationId, l.clock.now());
+          const answer = await requestCancel(l.store.ledger, record.operationId, l.clock.now());
           expect(answer, record.status).toEqual(record);
           expect(await get(l, record.operationId), record.status).toEqual(record);
         }
@@ -990,7 +1020,7 @@ for (const factory of storeFactories) {
       it('answers undefined for an unknown operation', async () => {
         const l = await open();
         expect(
-          await l.store.requestCancel('op_00000000000000000000000000000000', l.clock.now()),
+          await requestCancel(l.store.ledger, 'op_00000000000000000000000000000000', l.clock.now()),
         ).toBeUndefined();
       });
     });
@@ -1003,7 +1033,7 @@ for (const factory of storeFactories) {
         const now = l.clock.now();
 
         const resolved = defined(
-          await l.store.resolve(op.operationId, {
+          await resolve(l.store.ledger, op.operationId, {
             to: 'succeeded',
             by: 'oncall@example.com',
             now,
@@ -1035,7 +1065,7 @@ for (const factory of storeFactories) {
         const op = await finalOp(l, 'outcome_unknown');
         const now = l.clock.now();
         const resolved = defined(
-          await l.store.resolve(op.operationId, {
+          await resolve(l.store.ledger, op.operationId, {
             to: 'failed',
             by: 'oncall',
             now,
@@ -1053,7 +1083,7 @@ for (const factory of storeFactories) {
         const l = await open();
         const done = await finalOp(l, 'succeeded');
         const settled = await finalOp(l, 'outcome_unknown');
-        await l.store.resolve(settled.operationId, {
+        await resolve(l.store.ledger, settled.operationId, {
           to: 'failed',
           by: 'oncall',
           now: l.clock.now(),
@@ -1067,7 +1097,7 @@ for (const factory of storeFactories) {
         for (const record of [done, resolvedOnce, await get(l, active.operationId), waiting]) {
           for (const to of ['succeeded', 'failed'] as const) {
             await expect(
-              l.store.resolve(record.operationId, {
+              resolve(l.store.ledger, record.operationId, {
                 to,
                 by: 'oncall',
                 now: l.clock.now(),
@@ -1087,7 +1117,7 @@ for (const factory of storeFactories) {
         const op = await finalOp(l, 'outcome_unknown');
         const now = l.clock.now();
         const resolved = defined(
-          await l.store.resolve(op.operationId, {
+          await resolve(l.store.ledger, op.operationId, {
             to: 'succeeded',
             by: 'oncall',
             now,
@@ -1122,7 +1152,7 @@ for (const factory of storeFactories) {
         const l = await open();
         const op = await finalOp(l, 'outcome_unknown');
         await expect(
-          l.store.resolve(op.operationId, {
+          resolve(l.store.ledger, op.operationId, {
             to: 'succeeded',
             by: 'oncall',
             now: l.clock.now(),
@@ -1139,7 +1169,7 @@ for (const factory of storeFactories) {
           l.clock.advance(2 * HOUR);
           const now = l.clock.now();
           const corrected = defined(
-            await l.store.resolve(op.operationId, {
+            await resolve(l.store.ledger, op.operationId, {
               to: 'succeeded',
               correct: true,
               by: 'oncall@example.com',
@@ -1182,7 +1212,7 @@ for (const factory of storeFactories) {
             },
           ]);
           expect(await get(l, op.operationId)).toEqual(corrected);
-          expect(await l.store.listOperations({ status: 'succeeded' })).toEqual([corrected]);
+          expect(await l.store.ledger.list({ status: 'succeeded' })).toEqual([corrected]);
 
           // A retry with the same key now replays the corrected result.
           const replay = succeeded(await callStart(l.executor, { key: `deploy-${state}` }));
@@ -1196,7 +1226,7 @@ for (const factory of storeFactories) {
         const op = await finalOp(l, 'outcome_unknown');
         const first = l.clock.now();
         const failedOnce = defined(
-          await l.store.resolve(op.operationId, {
+          await resolve(l.store.ledger, op.operationId, {
             to: 'failed',
             by: 'alice',
             now: first,
@@ -1208,7 +1238,7 @@ for (const factory of storeFactories) {
         l.clock.advance(HOUR);
         const second = l.clock.now();
         const corrected = defined(
-          await l.store.resolve(op.operationId, {
+          await resolve(l.store.ledger, op.operationId, {
             to: 'succeeded',
             correct: true,
             by: 'bob',
@@ -1277,7 +1307,7 @@ for (const factory of storeFactories) {
         ];
         for (const [record, request] of attempts) {
           await expect(
-            l.store.resolve(record.operationId, request),
+            resolve(l.store.ledger, record.operationId, request),
             `${record.status} -> ${request.to}`,
           ).rejects.toMatchObject({ code: 'invalid_argument' });
           expect(await get(l, record.operationId)).toEqual(record);
@@ -1289,7 +1319,7 @@ for (const factory of storeFactories) {
         for (const state of ['failed', 'cancelled'] as const) {
           const op = await finalOp(l, state);
           await expect(
-            l.store.resolve(op.operationId, {
+            resolve(l.store.ledger, op.operationId, {
               to: 'succeeded',
               by: 'oncall',
               now: l.clock.now(),
@@ -1309,8 +1339,8 @@ for (const factory of storeFactories) {
         const op = await finalOp(l, 'failed');
         const other = await factory.create({ clock: l.clock, path: l.t.path });
         onTestFinished(() => other.close());
-        const correctAs = (store: Store<unknown>, by: string) =>
-          store.resolve(op.operationId, {
+        const correctAs = (store: IdemStore<unknown>, by: string) =>
+          resolve(store.ledger, op.operationId, {
             to: 'succeeded',
             correct: true,
             by,
@@ -1336,7 +1366,7 @@ for (const factory of storeFactories) {
       it('answers undefined for an unknown operation', async () => {
         const l = await open();
         expect(
-          await l.store.resolve('op_00000000000000000000000000000000', {
+          await resolve(l.store.ledger, 'op_00000000000000000000000000000000', {
             to: 'failed',
             by: 'oncall',
             now: l.clock.now(),
@@ -1349,14 +1379,14 @@ for (const factory of storeFactories) {
 
     describe('sweep and queries', () => {
       const sweepAt = (l: Ledger) =>
-        l.store.sweep({ now: l.clock.now(), tombstoneTtlMs: DAY, batchSize: 10 });
+        l.store.housekeeping.sweep({ now: l.clock.now(), tombstoneTtlMs: DAY, batchSize: 10 });
 
       it('never touches unfinished operations, however far in the future', async () => {
         const l = await open();
         const unknown = await finalOp(l, 'outcome_unknown');
         const active = await running(l, 'deploy-running');
         const cancelling = await accept(l, 'deploy-cancelling');
-        await l.store.requestCancel(cancelling.operationId, l.clock.now());
+        await requestCancel(l.store.ledger, cancelling.operationId, l.clock.now());
         const waiting = await accept(l, 'deploy-accepted');
         const ids = [unknown, active, cancelling, waiting].map((r) => r.operationId);
         const before = await Promise.all(ids.map((id) => get(l, id)));
@@ -1395,8 +1425,8 @@ for (const factory of storeFactories) {
 
         l.clock.advance(1);
         expect(await sweepAt(l)).toMatchObject({ tombstoned: 1, tombstonesDeleted: 0 });
-        expect(await l.store.getOperation(done.operationId)).toBeUndefined();
-        expect((await l.store.listOperations()).map((r) => r.operationId)).toEqual([pending.operationId]);
+        expect(await l.store.ledger.get(done.operationId)).toBeUndefined();
+        expect((await l.store.ledger.list()).map((r) => r.operationId)).toEqual([pending.operationId]);
         expect(await l.t.countTombstones()).toBe(1);
         expect(failed(await callStart(l.executor, { key: 'deploy-succeeded' })).error.code).toBe(
           'key_expired',
@@ -1409,21 +1439,21 @@ for (const factory of storeFactories) {
         for (const state of FINAL) byState.set(state, (await finalOp(l, state)).operationId);
         byState.set('running', (await running(l, 'deploy-running')).operationId);
         const cancelling = await accept(l, 'deploy-cancel');
-        await l.store.requestCancel(cancelling.operationId, l.clock.now());
+        await requestCancel(l.store.ledger, cancelling.operationId, l.clock.now());
         byState.set('cancel_requested', cancelling.operationId);
         byState.set('accepted', (await accept(l, 'deploy-accepted')).operationId);
 
         expect([...byState.keys()].sort()).toEqual([...OPERATION_STATES].sort());
         for (const [state, id] of byState) {
           expect((await get(l, id)).status, state).toBe(state);
-          const listed = await l.store.listOperations({ status: state });
+          const listed = await l.store.ledger.list({ status: state });
           expect(
             listed.map((r) => r.operationId),
             state,
           ).toEqual([id]);
           expect(listed[0], state).toEqual(await get(l, id));
         }
-        expect(await l.store.listOperations()).toHaveLength(OPERATION_STATES.length);
+        expect(await l.store.ledger.list()).toHaveLength(OPERATION_STATES.length);
       });
     });
   });

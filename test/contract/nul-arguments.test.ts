@@ -122,7 +122,7 @@ for (const server of servers) {
       }
       const listed = await callTool(client, 'list_notes', { workspace: 'default' });
       expect(listed.sc.notes).toEqual([]);
-      expect(await app.store.listOperations()).toEqual([]);
+      expect(await app.store.ledger.list()).toEqual([]);
     });
   });
 }

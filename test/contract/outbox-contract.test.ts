@@ -2,7 +2,8 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import type { JsonObject } from '../../src/core/json.js';
 import type { OutboxMessage } from '../../src/core/operation-record.js';
 import type { CallOutcome, IdempotentOperation } from '../../src/executor/executor.js';
-import type { EffectContext, OutboxIntent } from '../../src/store/store.js';
+import type { EffectContext } from '../../src/executor/effect.js';
+import type { OutboxIntent } from '../../src/ports/receipt-store.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import { storeFactories, type NoteArgs, type TestStore } from '../helpers/store-fixtures.js';
 
@@ -73,7 +74,7 @@ for (const factory of storeFactories) {
     }
 
     function claim(b: Box, workerId: string, limit = 10): Promise<OutboxMessage[]> {
-      return b.t.store.claimOutbox({ workerId, now: b.clock.now(), leaseMs: LEASE_MS, limit });
+      return b.t.store.outbox.claim({ workerId, now: b.clock.now(), leaseMs: LEASE_MS, limit });
     }
 
     async function counts(t: TestStore) {
@@ -201,7 +202,7 @@ for (const factory of storeFactories) {
         const claimed = await claim(b, 'd1');
         expect(claimed).toHaveLength(2);
         const done = claimed.find((m) => m.dedupKey === 'note-1');
-        await b.t.store.completeOutbox(done?.id ?? -1, 'd1', b.clock.now());
+        await b.t.store.outbox.settle(done?.id ?? -1, 'd1', { kind: 'delivered', at: b.clock.now() });
 
         b.clock.advance(LEASE_MS);
         expect((await claim(b, 'd2')).map((m) => m.dedupKey)).toEqual(['note-2']);
@@ -215,13 +216,13 @@ for (const factory of storeFactories) {
         const [message] = await claim(b, 'd1');
         const id = message?.id ?? -1;
 
-        await b.t.store.completeOutbox(id, 'd2', b.clock.now());
+        await b.t.store.outbox.settle(id, 'd2', { kind: 'delivered', at: b.clock.now() });
         b.clock.advance(LEASE_MS);
         const takenOver = await claim(b, 'd2');
         expect(takenOver.map((m) => [m.id, m.attempts])).toEqual([[id, 2]]);
 
         // The first dispatcher's lease is gone: its late completion changes nothing either.
-        await b.t.store.completeOutbox(id, 'd1', b.clock.now());
+        await b.t.store.outbox.settle(id, 'd1', { kind: 'delivered', at: b.clock.now() });
         b.clock.advance(LEASE_MS);
         expect((await claim(b, 'd3')).map((m) => [m.id, m.attempts])).toEqual([[id, 3]]);
       });
@@ -231,7 +232,11 @@ for (const factory of storeFactories) {
         succeeded(await call(b.t, 'key-1', enqueuing(b.t, [intent('note-1')])));
         const [message] = await claim(b, 'd1');
         const retryAt = b.clock.now() + 3 * LEASE_MS;
-        await b.t.store.retryOutbox(message?.id ?? -1, 'd1', retryAt, 'receiver answered 503');
+        await b.t.store.outbox.settle(message?.id ?? -1, 'd1', {
+          kind: 'retry',
+          at: retryAt,
+          error: 'receiver answered 503',
+        });
 
         b.clock.advance(LEASE_MS); // the lease is over, the backoff is not
         expect(await claim(b, 'd2')).toEqual([]);
@@ -246,7 +251,11 @@ for (const factory of storeFactories) {
         const b = await open();
         succeeded(await call(b.t, 'key-1', enqueuing(b.t, [intent('note-1')])));
         const [message] = await claim(b, 'd1');
-        await b.t.store.retryOutbox(message?.id ?? -1, 'd2', b.clock.now() + YEAR, 'not mine');
+        await b.t.store.outbox.settle(message?.id ?? -1, 'd2', {
+          kind: 'retry',
+          at: b.clock.now() + YEAR,
+          error: 'not mine',
+        });
 
         expect(await claim(b, 'd2')).toEqual([]);
         b.clock.advance(LEASE_MS);
@@ -278,10 +287,10 @@ for (const factory of storeFactories) {
         succeeded(await call(first, 'key-1', enqueuing(first, intents)));
 
         // Wall clock here: the store stamps messages with its own (system) clock.
-        const now = (await first.store.listOperations())[0]?.createdAt ?? 0;
+        const now = (await first.store.ledger.list())[0]?.createdAt ?? 0;
         const batches = await Promise.all(
           connections.map((t, i) =>
-            t.store.claimOutbox({ workerId: `d${i}`, now: now + 1, leaseMs: LEASE_MS, limit: 5 }),
+            t.store.outbox.claim({ workerId: `d${i}`, now: now + 1, leaseMs: LEASE_MS, limit: 5 }),
           ),
         );
         const keys = batches.flat().map((m) => m.dedupKey);
@@ -295,8 +304,8 @@ for (const factory of storeFactories) {
         succeeded(await call(b.t, key, enqueuing(b.t, [intent(key)])));
         const [message] = await claim(b, 'd1');
         const id = message?.id ?? -1;
-        await b.t.store.deadLetterOutbox(id, 'd1', b.clock.now(), error);
-        const dead = (await b.t.store.listDeadLetters()).find((m) => m.id === id);
+        await b.t.store.outbox.settle(id, 'd1', { kind: 'dead', at: b.clock.now(), error: error });
+        const dead = (await b.t.store.outbox.deadLetters()).find((m) => m.id === id);
         if (dead === undefined) throw new Error(`message ${key} is not a dead letter`);
         return dead;
       }
@@ -317,17 +326,25 @@ for (const factory of storeFactories) {
         });
         b.clock.advance(YEAR);
         expect(await claim(b, 'd2')).toEqual([]);
-        expect(await b.t.store.listDeadLetters()).toEqual([dead]);
+        expect(await b.t.store.outbox.deadLetters()).toEqual([dead]);
       });
 
       it('ignores deadLetterOutbox from a dispatcher without the lease, and for a delivered message', async () => {
         const b = await open();
         succeeded(await call(b.t, 'key-1', enqueuing(b.t, [intent('note-1'), intent('note-2')])));
         const [first, second] = await claim(b, 'd1');
-        await b.t.store.deadLetterOutbox(first?.id ?? -1, 'd2', b.clock.now(), 'not mine');
-        await b.t.store.completeOutbox(second?.id ?? -1, 'd1', b.clock.now());
-        await b.t.store.deadLetterOutbox(second?.id ?? -1, 'd1', b.clock.now(), 'too late');
-        expect(await b.t.store.listDeadLetters()).toEqual([]);
+        await b.t.store.outbox.settle(first?.id ?? -1, 'd2', {
+          kind: 'dead',
+          at: b.clock.now(),
+          error: 'not mine',
+        });
+        await b.t.store.outbox.settle(second?.id ?? -1, 'd1', { kind: 'delivered', at: b.clock.now() });
+        await b.t.store.outbox.settle(second?.id ?? -1, 'd1', {
+          kind: 'dead',
+          at: b.clock.now(),
+          error: 'too late',
+        });
+        expect(await b.t.store.outbox.deadLetters()).toEqual([]);
         b.clock.advance(LEASE_MS);
         expect((await claim(b, 'd2')).map((m) => m.id)).toEqual([first?.id]);
       });
@@ -339,17 +356,17 @@ for (const factory of storeFactories) {
         const [pending] = await claim(b, 'd1');
 
         b.clock.advance(1000);
-        const requeued = await b.t.store.requeueOutbox(dead.id, b.clock.now());
+        const requeued = await b.t.store.outbox.requeue(dead.id, b.clock.now());
         expect(requeued).toEqual({ ...dead, attempts: 0, deadAt: undefined });
-        expect(await b.t.store.listDeadLetters()).toEqual([]);
+        expect(await b.t.store.outbox.deadLetters()).toEqual([]);
         // Not a dead letter (any more): nothing changes.
-        expect(await b.t.store.requeueOutbox(dead.id, b.clock.now())).toBeUndefined();
-        expect(await b.t.store.requeueOutbox(pending?.id ?? -1, b.clock.now())).toBeUndefined();
-        expect(await b.t.store.requeueOutbox(987_654, b.clock.now())).toBeUndefined();
+        expect(await b.t.store.outbox.requeue(dead.id, b.clock.now())).toBeUndefined();
+        expect(await b.t.store.outbox.requeue(pending?.id ?? -1, b.clock.now())).toBeUndefined();
+        expect(await b.t.store.outbox.requeue(987_654, b.clock.now())).toBeUndefined();
 
         const again = await claim(b, 'd2');
         expect(again.map((m) => [m.dedupKey, m.attempts])).toEqual([['note-1', 1]]);
-        await b.t.store.completeOutbox(dead.id, 'd2', b.clock.now());
+        await b.t.store.outbox.settle(dead.id, 'd2', { kind: 'delivered', at: b.clock.now() });
         b.clock.advance(YEAR);
         expect((await claim(b, 'd3')).map((m) => m.dedupKey)).toEqual(['note-2']);
       });
@@ -361,8 +378,12 @@ for (const factory of storeFactories) {
         const second = await deadLetter(b, 'note-2');
         b.clock.advance(10);
         const third = await deadLetter(b, 'note-3');
-        expect((await b.t.store.listDeadLetters()).map((m) => m.id)).toEqual([first.id, second.id, third.id]);
-        expect((await b.t.store.listDeadLetters({ limit: 2 })).map((m) => m.id)).toEqual([
+        expect((await b.t.store.outbox.deadLetters()).map((m) => m.id)).toEqual([
+          first.id,
+          second.id,
+          third.id,
+        ]);
+        expect((await b.t.store.outbox.deadLetters({ limit: 2 })).map((m) => m.id)).toEqual([
           first.id,
           second.id,
         ]);
@@ -372,7 +393,7 @@ for (const factory of storeFactories) {
     describe('sweep', () => {
       const DAY = 24 * 60 * 60 * 1000;
       const sweep = (b: Box, outboxRetentionMs?: number) =>
-        b.t.store.sweep({
+        b.t.store.housekeeping.sweep({
           now: b.clock.now(),
           tombstoneTtlMs: YEAR,
           batchSize: 2,
@@ -400,11 +421,22 @@ for (const factory of storeFactories) {
         const claimed = await claim(b, 'd1');
         const byKey = new Map(claimed.map((m) => [m.dedupKey, m.id]));
         for (const key of delivered)
-          await b.t.store.completeOutbox(byKey.get(key) ?? -1, 'd1', b.clock.now());
-        await b.t.store.deadLetterOutbox(byKey.get('dead') ?? -1, 'd1', b.clock.now(), 'http_500');
-        await b.t.store.retryOutbox(byKey.get('pending') ?? -1, 'd1', b.clock.now(), 'http_503');
+          await b.t.store.outbox.settle(byKey.get(key) ?? -1, 'd1', { kind: 'delivered', at: b.clock.now() });
+        await b.t.store.outbox.settle(byKey.get('dead') ?? -1, 'd1', {
+          kind: 'dead',
+          at: b.clock.now(),
+          error: 'http_500',
+        });
+        await b.t.store.outbox.settle(byKey.get('pending') ?? -1, 'd1', {
+          kind: 'retry',
+          at: b.clock.now(),
+          error: 'http_503',
+        });
         b.clock.advance(1);
-        await b.t.store.completeOutbox(byKey.get('late') ?? -1, 'd1', b.clock.now());
+        await b.t.store.outbox.settle(byKey.get('late') ?? -1, 'd1', {
+          kind: 'delivered',
+          at: b.clock.now(),
+        });
 
         b.clock.advance(DAY - 1);
         const result = await sweep(b, DAY);
@@ -412,7 +444,7 @@ for (const factory of storeFactories) {
         expect((await sweep(b, DAY)).outboxDeleted).toBe(0);
         b.clock.advance(1);
         expect((await sweep(b, DAY)).outboxDeleted).toBe(1);
-        expect((await b.t.store.listDeadLetters()).map((m) => m.dedupKey)).toEqual(['dead']);
+        expect((await b.t.store.outbox.deadLetters()).map((m) => m.dedupKey)).toEqual(['dead']);
         expect(await stored(b)).toEqual(['pending']);
       });
 
@@ -420,10 +452,10 @@ for (const factory of storeFactories) {
         const b = await open();
         succeeded(await call(b.t, 'key-1', enqueuing(b.t, [intent('note-1')])));
         const [message] = await claim(b, 'd1');
-        await b.t.store.completeOutbox(message?.id ?? -1, 'd1', b.clock.now());
+        await b.t.store.outbox.settle(message?.id ?? -1, 'd1', { kind: 'delivered', at: b.clock.now() });
         b.clock.advance(YEAR);
         expect((await sweep(b)).outboxDeleted).toBe(0);
-        expect(await b.t.store.requeueOutbox(message?.id ?? -1, b.clock.now())).toBeUndefined();
+        expect(await b.t.store.outbox.requeue(message?.id ?? -1, b.clock.now())).toBeUndefined();
         // Still there: a sweep with a retention finds it.
         expect((await sweep(b, DAY)).outboxDeleted).toBe(1);
       });

@@ -36,7 +36,7 @@ describe('a failure after COMMIT', () => {
     } finally {
       other.close();
     }
-    const [receipt] = await t.store.listOperations();
+    const [receipt] = await t.store.ledger.list();
     const [note] = await t.listNotes();
     expect(receipt?.resourceId).toBe(note?.note_id);
 

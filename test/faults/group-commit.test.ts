@@ -185,7 +185,7 @@ describe('group commit on SQLite', () => {
     const h = setup();
     const seenByObserver: number[] = [];
     // Not a failure: observe what is committed while each call's savepoint is about to be released.
-    h.store.faults.arm('before_commit', () => seenByObserver.push(h.count('notes')), 5);
+    h.executor.faults.arm('before_commit', () => seenByObserver.push(h.count('notes')), 5);
     const dataVersion = () => Number(h.observer.pragma('data_version', { simple: true }));
     const before = dataVersion();
     await Promise.all(keys(5).map((k) => h.call(k)));
@@ -232,7 +232,7 @@ describe('group commit on SQLite', () => {
     expect(h.committedNotes()).toEqual(['body of k-00', 'body of k-01', 'body of k-03', 'body of k-04']);
     expect(h.count('idem_operations')).toBe(4);
     expect(
-      await h.store.lookup({
+      await h.store.receipts.lookup({
         principal: 'alice',
         workspace: 'ws-1',
         operation: 'create_note',
@@ -255,7 +255,7 @@ describe('group commit on SQLite', () => {
     it(`a fault at ${point} in the middle of a batch rolls back that call only`, async () => {
       const h = setup();
       let hits = 0;
-      h.store.faults.arm(
+      h.executor.faults.arm(
         point,
         () => {
           hits += 1;
@@ -275,7 +275,7 @@ describe('group commit on SQLite', () => {
   it('a failure after the batch COMMIT is outcome_unknown for that call only; all are committed', async () => {
     const h = setup();
     let hits = 0;
-    h.store.faults.arm(
+    h.executor.faults.arm(
       'after_commit',
       () => {
         hits += 1;
@@ -306,14 +306,14 @@ describe('group commit on SQLite', () => {
     // Inside the transaction, at each call's last moment before COMMIT: nobody has been answered,
     // and nothing of the batch is visible to another connection.
     const atBeforeCommit: { answered: number; committed: number }[] = [];
-    h.store.faults.arm(
+    h.executor.faults.arm(
       'before_commit',
       () => atBeforeCommit.push({ answered: settled.length, committed: h.count('notes') }),
       6,
     );
     // Right after COMMIT, before any answer: everything is durable already.
     const atAfterCommit: { answered: number; committed: number }[] = [];
-    h.store.faults.arm(
+    h.executor.faults.arm(
       'after_commit',
       () => atAfterCommit.push({ answered: settled.length, committed: h.count('notes') }),
       6,

@@ -121,7 +121,7 @@ describe('write lock held by another connection', () => {
     expect(replay.operationId).toBe(existing.operationId);
     const conflict = await call('existing', 'changed');
     expect(conflict.ok ? 'ok' : conflict.error.code).toBe('payload_conflict');
-    expect(await t.store.getOperation(existing.operationId)).toBeDefined();
+    expect(await t.store.ledger.get(existing.operationId)).toBeDefined();
     expect(pendingWrite.settled).toBe(false);
 
     holder.release();

@@ -99,7 +99,7 @@ describe('one key from 8 OS processes at once', () => {
     expect(await t.countNotes()).toBe(1);
     expect(await t.countReceipts()).toBe(1);
     const [note] = await t.listNotes();
-    const [receipt] = await t.store.listOperations();
+    const [receipt] = await t.store.ledger.list();
     expect(reports.filter((r) => r.replayed === false)).toHaveLength(1);
     for (const report of reports) {
       expect(report.operationId).toBe(receipt?.operationId);

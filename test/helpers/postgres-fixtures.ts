@@ -4,7 +4,8 @@ import { openPostgres } from '../../src/adapters/postgres/open-postgres.js';
 import type { PgClient, PgPool } from '../../src/adapters/postgres/postgres-pool.js';
 import { PostgresStore } from '../../src/adapters/postgres/postgres-store.js';
 import { Executor, type IdempotentOperation } from '../../src/executor/executor.js';
-import type { EffectContext, EffectResult } from '../../src/store/store.js';
+import type { EffectContext, EffectResult } from '../../src/executor/effect.js';
+import { FaultPoints } from '../../src/core/fault-points.js';
 import type {
   NoteArgs,
   NoteOperationOptions,
@@ -79,10 +80,11 @@ export async function openPostgresTestStore(options: TestStoreOptions = {}): Pro
   const store = await PostgresStore.create(pool, {
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs }),
-    ...(options.faults === undefined ? {} : { faults: options.faults }),
   });
+  const faults = options.faults ?? new FaultPoints();
   const executor = new Executor<PgClient>({
     store,
+    faults,
     authorize: options.authorize ?? (() => true),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
@@ -94,7 +96,7 @@ export async function openPostgresTestStore(options: TestStoreOptions = {}): Pro
     path: schema,
     store: store as never,
     executor: executor as never,
-    faults: store.faults,
+    faults,
     createNote: pgNoteOperation() as never,
     noteOperation: (o?: NoteOperationOptions) => pgNoteOperation(o) as never,
     countNotes: count('notes'),

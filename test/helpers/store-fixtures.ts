@@ -16,7 +16,9 @@ import {
   type DurableOperation,
   type IdempotentOperation,
 } from '../../src/executor/executor.js';
-import type { EffectContext, EffectResult, Store } from '../../src/store/store.js';
+import type { EffectContext, EffectResult } from '../../src/executor/effect.js';
+import type { IdemStore } from '../../src/ports/idem-store.js';
+import { FaultPoints as Faults } from '../../src/core/fault-points.js';
 import { openPostgresTestStore, postgresAvailable } from './postgres-fixtures.js';
 
 /** The arguments of the test operation `create_note` (what the fingerprint covers). */
@@ -54,7 +56,7 @@ export interface NoteOperationOptions {
 export interface TestStore {
   readonly name: string;
   readonly path: string;
-  readonly store: Store<unknown>;
+  readonly store: IdemStore;
   readonly executor: Executor<unknown>;
   readonly faults: FaultPoints;
   /** `create_note` v1 with the default retention. */
@@ -137,10 +139,11 @@ export function openTestStore(options: TestStoreOptions = {}): SqliteTestStore {
   const store = new SqliteStore(db, {
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs }),
-    ...(options.faults === undefined ? {} : { faults: options.faults }),
   });
+  const faults = options.faults ?? new Faults();
   const executor = new Executor<SqliteDatabase>({
     store,
+    faults,
     authorize: options.authorize ?? (() => true),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
@@ -154,7 +157,7 @@ export function openTestStore(options: TestStoreOptions = {}): SqliteTestStore {
     db,
     store,
     executor,
-    faults: store.faults,
+    faults,
     createNote,
     noteOperation,
     countNotes: count('notes'),
@@ -207,7 +210,7 @@ export interface DurableStartRequest {
  * unfinished operation answers at once instead of sleeping on the clock.
  */
 export function durableExecutor(
-  store: Store<unknown>,
+  store: IdemStore,
   options: { clock?: Clock; inFlightWaitMs?: number; authorize?: Authorize } = {},
 ): Executor<unknown> {
   return new Executor<unknown>({
@@ -247,7 +250,7 @@ export async function startDurable(
   if (outcome.result.status !== 'accepted') {
     throw new Error(`start did not accept: ${JSON.stringify(outcome.result)}`);
   }
-  const record = await target.store.getOperation(outcome.operationId);
+  const record = await target.store.ledger.get(outcome.operationId);
   if (record === undefined) throw new Error(`accepted operation ${outcome.operationId} is not stored`);
   return record;
 }

@@ -26,7 +26,7 @@ describe('resolveOperation: an operator-established success has the shape of an 
     expect((await h.get(op.operationId)).status).toBe('outcome_unknown');
 
     const now = h.clock.now();
-    const resolved = await resolveOperation(h.store, { [OPERATION]: h.handler }, op.operationId, {
+    const resolved = await resolveOperation(h.store.ledger, { [OPERATION]: h.handler }, op.operationId, {
       to: 'succeeded',
       by: 'oncall',
       now,
@@ -58,7 +58,7 @@ describe('resolveOperation: an operator-established success has the shape of an 
     expect((await h.get(op.operationId)).status).toBe('failed');
 
     const now = h.clock.now();
-    const corrected = await resolveOperation(h.store, { [OPERATION]: h.handler }, op.operationId, {
+    const corrected = await resolveOperation(h.store.ledger, { [OPERATION]: h.handler }, op.operationId, {
       to: 'succeeded',
       correct: true,
       by: 'oncall',
@@ -94,12 +94,12 @@ describe('resolveOperation: an operator-established success has the shape of an 
       resourceId: 'dep_x',
       expiresAt: now + DAY,
     } as const;
-    const resolved = await resolveOperation(h.store, {}, op.operationId, request);
+    const resolved = await resolveOperation(h.store.ledger, {}, op.operationId, request);
     expect(resolved?.result).toEqual({
       status: 'succeeded',
       operation_id: op.operationId,
       resource_id: 'dep_x',
     });
-    expect(await resolveOperation(h.store, {}, 'op_unknown', request)).toBeUndefined();
+    expect(await resolveOperation(h.store.ledger, {}, 'op_unknown', request)).toBeUndefined();
   });
 });

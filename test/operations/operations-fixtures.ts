@@ -14,7 +14,7 @@ import type { LogFields, Logger } from '../../src/core/logger.js';
 import type { OperationIdentity } from '../../src/core/operation-identity.js';
 import type { OperationRecord } from '../../src/core/operation-record.js';
 import type { RetryPolicy } from '../../src/core/retry-policy.js';
-import type { Store } from '../../src/store/store.js';
+import type { IdemStore } from '../../src/ports/idem-store.js';
 import {
   DeploymentHandler,
   DeploymentProviderClient,
@@ -24,6 +24,7 @@ import {
 } from '../../src/operations/index.js';
 import { startProvider, type RunningProvider } from '../../src/provider/index.js';
 import { openPostgresTestStore } from '../helpers/postgres-fixtures.js';
+import { commitOnce } from '../../src/executor/commit-once.js';
 
 /** The engines the worker's behaviour tests loop over. */
 export type Engine = 'sqlite' | 'postgres';
@@ -67,7 +68,7 @@ export interface AcceptOptions {
 
 /** Commits a durable operation born `accepted`, as `Executor.start` would. */
 export async function accept(
-  store: Store<unknown>,
+  store: IdemStore<unknown>,
   clock: Clock,
   args: JsonObject,
   options: AcceptOptions = {},
@@ -94,7 +95,7 @@ export async function accept(
     attemptCount: 0,
     dispatched: false,
   };
-  const outcome = await store.commit({
+  const outcome = await commitOnce(store.receipts, {
     identity,
     context: { operationId, attemptId: newAttemptId(clock.now()), identity },
     decide: () => ({ kind: 'execute' }),
@@ -129,22 +130,26 @@ export interface Harness {
   readonly dir: string;
   readonly dbPath: string;
   readonly clock: Clock;
-  readonly store: Store<unknown>;
+  readonly store: IdemStore<unknown>;
   readonly provider: RunningProvider;
   readonly handler: DeploymentHandler;
   readonly logger: ReturnType<typeof memoryLogger>;
-  worker(options?: Partial<WorkerOptions<unknown>>): Worker<unknown>;
+  worker(options?: Partial<WorkerOptions>): Worker;
   accept(args?: JsonObject, options?: AcceptOptions): Promise<OperationRecord>;
   get(operationId: string): Promise<OperationRecord>;
   deployments(): Promise<Array<Record<string, unknown>>>;
 }
 
 /** A store on `engine` (SQLite temp file, or a PostgreSQL schema of its own), closed after the test. */
-export async function openEngineStore(engine: Engine, dbPath: string, clock: Clock): Promise<Store<unknown>> {
+export async function openEngineStore(
+  engine: Engine,
+  dbPath: string,
+  clock: Clock,
+): Promise<IdemStore<unknown>> {
   if (engine === 'sqlite') return openStore(dbPath, clock);
   const pg = await openPostgresTestStore({ clock });
   onTestFinished(() => pg.close());
-  return pg.store as Store<unknown>;
+  return pg.store as IdemStore<unknown>;
 }
 
 /** A store (SQLite unless `engine` says otherwise), a provider in `mode` (temp files), and its handler. */
@@ -183,7 +188,7 @@ export async function harness(
       }),
     accept: (args = { service: 'billing', version: '1.4.2' }, options) => accept(store, clock, args, options),
     get: async (operationId) => {
-      const record = await store.getOperation(operationId);
+      const record = await store.ledger.get(operationId);
       if (record === undefined) throw new Error(`no operation ${operationId}`);
       return record;
     },

@@ -126,8 +126,8 @@ describe('LeaseKeeper', () => {
     const logger = memoryLogger();
     const calls: number[] = [];
     const lease = new LeaseKeeper({
-      store: {
-        renewLease: async (_id, _worker, until) => {
+      ledger: {
+        renew: async (_id, { leaseExpiresAt: until }) => {
           calls.push(until - clock.now());
           return renew();
         },

@@ -1,8 +1,9 @@
+import { FaultPoints } from '../../src/core/fault-points.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { newAttemptId, newOperationId } from '../../src/core/ids.js';
 import type { OperationIdentity } from '../../src/core/operation-identity.js';
-import type { OutboxIntent } from '../../src/store/store.js';
+import type { OutboxIntent } from '../../src/ports/receipt-store.js';
 import type { SqliteStore } from '../../src/adapters/sqlite/index.js';
 import { DEFAULT_OUTBOX_MAX_ATTEMPTS, OutboxDispatcher } from '../../src/operations/index.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
@@ -15,6 +16,7 @@ import {
   refusedUrl,
   tempDir,
 } from './operations-fixtures.js';
+import { commitOnce } from '../../src/executor/commit-once.js';
 
 interface Delivery {
   dedup_key: string;
@@ -26,9 +28,11 @@ async function setup(clock: FakeClock) {
   const store = openStore(join(dir, 'idem.sqlite'), clock);
   const provider = await openProvider('none', dir);
   const logger = memoryLogger();
+  const faults = new FaultPoints();
   const dispatcher = (options: Partial<ConstructorParameters<typeof OutboxDispatcher>[0]> = {}) =>
     new OutboxDispatcher({
       store,
+      faults,
       clock,
       logger,
       leaseMs: 5_000,
@@ -38,7 +42,7 @@ async function setup(clock: FakeClock) {
     });
   const deliveries = async (): Promise<Delivery[]> =>
     ((await (await fetch(`${provider.url}/webhooks`)).json()) as { deliveries: Delivery[] }).deliveries;
-  return { store, provider, logger, dispatcher, deliveries, clock };
+  return { store, faults, provider, logger, dispatcher, deliveries, clock };
 }
 
 /** A local operation whose effect enqueues `intents` in its own transaction (and may then throw). */
@@ -57,7 +61,7 @@ async function commitWithMessages(
     key: operationId,
   };
   const now = clock.now();
-  return store.commit({
+  return commitOnce(store.receipts, {
     identity,
     context: { operationId, attemptId: newAttemptId(clock.now()), identity },
     decide: () => ({ kind: 'execute' }),
@@ -122,7 +126,7 @@ describe('OutboxDispatcher', () => {
     await commitWithMessages(t.store, t.clock, [
       { destination: `${t.provider.url}/webhooks`, dedupKey: 'evt-2', payload: { event: 'deployed' } },
     ]);
-    t.store.faults.arm('outbox_after_send', () => {
+    t.faults.arm('outbox_after_send', () => {
       throw new Error('crash after send');
     });
     const dispatcher = t.dispatcher();
@@ -186,7 +190,7 @@ describe('OutboxDispatcher', () => {
     expect(t.logger.events('outbox.dead_lettered')).toEqual([
       expect.objectContaining({ outcome: 'http_500', attempts: 3, destination: new URL(destination).host }),
     ]);
-    const [dead, ...others] = await t.store.listDeadLetters();
+    const [dead, ...others] = await t.store.outbox.deadLetters();
     expect(others).toEqual([]);
     expect(dead).toMatchObject({
       dedupKey: 'evt-dead',
@@ -201,12 +205,12 @@ describe('OutboxDispatcher', () => {
     expect(await t.deliveries()).toEqual([]);
 
     // Re-queued: due at once, with a fresh count; the receiver now accepts it.
-    expect(await t.store.requeueOutbox(dead?.id ?? -1, t.clock.now())).toMatchObject({ attempts: 0 });
+    expect(await t.store.outbox.requeue(dead?.id ?? -1, t.clock.now())).toMatchObject({ attempts: 0 });
     expect(await dispatcher.runOnce()).toBe(1);
     expect(await t.deliveries()).toEqual([
       expect.objectContaining({ dedup_key: 'evt-dead', times_received: 1 }),
     ]);
-    expect(await t.store.listDeadLetters()).toEqual([]);
+    expect(await t.store.outbox.deadLetters()).toEqual([]);
   });
 
   it('keeps retrying below maxAttempts (default 20), and refuses a limit below 1', async () => {
@@ -216,9 +220,9 @@ describe('OutboxDispatcher', () => {
     ]);
     const dispatcher = t.dispatcher();
     for (let i = 0; i < DEFAULT_OUTBOX_MAX_ATTEMPTS - 1; i += 1) expect(await dispatcher.runOnce()).toBe(1);
-    expect(await t.store.listDeadLetters()).toEqual([]);
+    expect(await t.store.outbox.deadLetters()).toEqual([]);
     expect(await dispatcher.runOnce()).toBe(1);
-    expect(await t.store.listDeadLetters()).toMatchObject([
+    expect(await t.store.outbox.deadLetters()).toMatchObject([
       { dedupKey: 'evt-many', attempts: DEFAULT_OUTBOX_MAX_ATTEMPTS, lastError: 'connection_refused' },
     ]);
     expect(DEFAULT_OUTBOX_MAX_ATTEMPTS).toBe(20);

@@ -11,6 +11,7 @@ import {
   type Engine,
   type Harness,
 } from './operations-fixtures.js';
+import { requestCancel } from '../../src/operations/ledger-commands.js';
 
 const args = { service: 'billing', version: '1.4.2' };
 
@@ -20,7 +21,7 @@ async function drain(h: Harness, clock: FakeClock, worker = h.worker(), limit = 
   while (runs < limit) {
     if (await worker.runOnce()) runs += 1;
     else {
-      const op = (await h.store.listOperations({ limit: 10 }))[0];
+      const op = (await h.store.ledger.list({ limit: 10 }))[0];
       if (op === undefined || !['accepted', 'running', 'cancel_requested'].includes(op.status)) return runs;
       clock.advance(TEST_POLICY.maxDelayMs);
     }
@@ -105,7 +106,9 @@ describe.each(engines)('Worker: a later refusal never erases an earlier ambiguit
     expect(await worker.runOnce()).toBe(true); // applied, no reply
     expect(await worker.runOnce()).toBe(true); // 503, Retry-After 3 s
     expect(await h.get(op.operationId)).toMatchObject({ status: 'running', dispatched: true });
-    expect((await h.store.requestCancel(op.operationId, clock.now()))?.status).toBe('cancel_requested');
+    expect((await requestCancel(h.store.ledger, op.operationId, clock.now()))?.status).toBe(
+      'cancel_requested',
+    );
 
     await drain(h, clock, worker);
     const done = await h.get(op.operationId);
@@ -148,7 +151,9 @@ describe.each(engines)('Worker: a later refusal never erases an earlier ambiguit
     h.provider.faults.arm({ kind: 'delay', delayMs: 3 * TEST_POLICY.attemptTimeoutMs, route: 'create' });
     const started = h.worker().runOnce();
     await eventually(async () => (await h.deployments()).length === 1);
-    expect((await h.store.requestCancel(op.operationId, clock.now()))?.status).toBe('cancel_requested');
+    expect((await requestCancel(h.store.ledger, op.operationId, clock.now()))?.status).toBe(
+      'cancel_requested',
+    );
     await started;
 
     await drain(h, clock);
@@ -168,7 +173,7 @@ describe.each(engines)('Worker: a later refusal never erases an earlier ambiguit
     const worker = h.worker();
     expect(await worker.runOnce()).toBe(true);
     expect(await h.get(op.operationId)).toMatchObject({ status: 'running', dispatched: true });
-    await h.store.requestCancel(op.operationId, clock.now());
+    await requestCancel(h.store.ledger, op.operationId, clock.now());
 
     await drain(h, clock, worker);
     expect(await h.get(op.operationId)).toMatchObject({ status: 'cancelled', dispatched: false });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Executor } from '../../src/executor/executor.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import { creates, eventually, harness, recordRequests, TEST_POLICY } from './operations-fixtures.js';
+import { requestCancel } from '../../src/operations/ledger-commands.js';
 
 const args = { service: 'billing', version: '1.4.2' };
 
@@ -10,7 +11,9 @@ describe('Worker: cancellation', () => {
     const h = await harness('none', new FakeClock());
     const sent = recordRequests();
     const op = await h.accept(args);
-    expect((await h.store.requestCancel(op.operationId, h.clock.now()))?.status).toBe('cancel_requested');
+    expect((await requestCancel(h.store.ledger, op.operationId, h.clock.now()))?.status).toBe(
+      'cancel_requested',
+    );
     expect(await h.worker().runOnce()).toBe(true);
     const done = await h.get(op.operationId);
     expect(done).toMatchObject({ status: 'cancelled', attemptCount: 0, dispatched: false });
@@ -26,7 +29,9 @@ describe('Worker: cancellation', () => {
     const worker = h.worker({ policy: { ...TEST_POLICY, attemptTimeoutMs: 5_000 } });
     const running = worker.runOnce();
     await eventually(async () => (await h.deployments()).length === 1);
-    expect((await h.store.requestCancel(op.operationId, h.clock.now()))?.status).toBe('cancel_requested');
+    expect((await requestCancel(h.store.ledger, op.operationId, h.clock.now()))?.status).toBe(
+      'cancel_requested',
+    );
     expect(await running).toBe(true);
     const done = await h.get(op.operationId);
     expect(done).toMatchObject({
@@ -42,7 +47,7 @@ describe('Worker: cancellation', () => {
     h.provider.faults.arm({ kind: 'drop_response', route: 'create' });
     const worker = h.worker();
     expect(await worker.runOnce()).toBe(true);
-    await h.store.requestCancel(op.operationId, h.clock.now());
+    await requestCancel(h.store.ledger, op.operationId, h.clock.now());
     expect(await worker.runOnce()).toBe(true);
     const [deployment] = await h.deployments();
     expect(await h.get(op.operationId)).toMatchObject({
@@ -60,7 +65,7 @@ describe('Worker: cancellation', () => {
     h.provider.faults.arm({ kind: 'status', status: 503, route: 'create' });
     const worker = h.worker();
     expect(await worker.runOnce()).toBe(true);
-    await h.store.requestCancel(op.operationId, h.clock.now());
+    await requestCancel(h.store.ledger, op.operationId, h.clock.now());
     expect(await worker.runOnce()).toBe(true);
     expect(await h.get(op.operationId)).toMatchObject({ status: 'cancelled', dispatched: false });
     expect(await h.deployments()).toHaveLength(0);

@@ -174,7 +174,7 @@ describe('Worker: deadlines', () => {
     const started = Date.now();
     expect(await h.worker().runOnce()).toBe(true);
     expect(Date.now() - started).toBeLessThan(280); // the 300 ms cap would have waited longer
-    const [attempt] = await h.store.listAttempts(op.operationId);
+    const [attempt] = await h.store.ledger.attempts(op.operationId);
     expect(attempt?.detail).toBe('ambiguous: timeout');
   });
 
@@ -189,6 +189,6 @@ describe('Worker: deadlines', () => {
     expect(done).toMatchObject({ status: 'failed', dispatched: false });
     expect(done.error?.message).toMatch(/^deadline exhausted after 0 attempts/);
     expect(creates(sent)).toHaveLength(0);
-    expect(await h.store.listAttempts(op.operationId)).toEqual([]);
+    expect(await h.store.ledger.attempts(op.operationId)).toEqual([]);
   });
 });

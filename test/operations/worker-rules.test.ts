@@ -8,7 +8,7 @@ import {
   type ReconcileOutcome,
   type RecoveryMode,
 } from '../../src/operations/index.js';
-import type { Store } from '../../src/store/store.js';
+import type { IdemStore } from '../../src/ports/idem-store.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import {
   accept,
@@ -20,6 +20,7 @@ import {
   tempDir,
   TEST_POLICY,
 } from './operations-fixtures.js';
+import { requestCancel } from '../../src/operations/ledger-commands.js';
 
 const args = { service: 'billing', version: '3.1.0' };
 
@@ -70,7 +71,7 @@ async function setup(mode: RecoveryMode) {
     random: () => 0,
   });
   const op = await accept(store, clock, args);
-  const get = async () => (await store.getOperation(op.operationId)) as OperationRecord;
+  const get = async () => (await store.ledger.get(op.operationId)) as OperationRecord;
   return { clock, store, script, logger, worker, op, get };
 }
 
@@ -91,7 +92,7 @@ describe('Worker rules with a scripted handler', () => {
     });
     const running = t.worker.runOnce();
     await g.reached;
-    await t.store.requestCancel(t.op.operationId, t.clock.now());
+    await requestCancel(t.store.ledger, t.op.operationId, t.clock.now());
     g.open();
     await running;
     expect(await t.get()).toMatchObject({ status: 'cancelled', dispatched: false, attemptCount: 1 });
@@ -115,7 +116,7 @@ describe('Worker rules with a scripted handler', () => {
     }));
     const running = t.worker.runOnce();
     await g.reached;
-    await t.store.requestCancel(t.op.operationId, t.clock.now());
+    await requestCancel(t.store.ledger, t.op.operationId, t.clock.now());
     g.open();
     await running;
     expect(await t.get()).toMatchObject({ status: 'cancel_requested', dispatched: true });
@@ -136,7 +137,7 @@ describe('Worker rules with a scripted handler', () => {
     });
     const running = t.worker.runOnce();
     await g.reached;
-    await t.store.requestCancel(t.op.operationId, t.clock.now());
+    await requestCancel(t.store.ledger, t.op.operationId, t.clock.now());
     g.open();
     await running;
     expect(await t.get()).toMatchObject({ status: 'succeeded', resourceId: 'res_1' });
@@ -206,7 +207,7 @@ describe('Worker rules with a scripted handler', () => {
     const other = await accept(t.store, t.clock, args, { operation: 'unknown_op' });
     t.script.dispatches.push(async () => created('res_5'));
     while (await t.worker.runOnce());
-    expect((await t.store.getOperation(other.operationId))?.status).toBe('accepted');
+    expect((await t.store.ledger.get(other.operationId))?.status).toBe('accepted');
     expect(t.logger.events('op.no_handler')).toEqual([expect.objectContaining({ tool: 'unknown_op@v1' })]);
     expect((await t.get()).status).toBe('succeeded');
   });
@@ -263,12 +264,13 @@ describe('Worker loop', () => {
     const clock = new FakeClock();
     let claims = 0;
     const failing = {
-      faults: undefined,
-      claimDue: async () => {
-        claims += 1;
-        throw new Error('disk on fire');
+      ledger: {
+        claim: async () => {
+          claims += 1;
+          throw new Error('disk on fire');
+        },
       },
-    } as unknown as Store<unknown>;
+    } as unknown as IdemStore<unknown>;
     const logger = memoryLogger();
     const worker = new Worker({ store: failing, handlers: {}, clock, logger, pollIntervalMs: 100 });
     worker.start();

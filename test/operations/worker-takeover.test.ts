@@ -1,3 +1,4 @@
+import { FaultPoints } from '../../src/core/fault-points.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openSqlite, type SqliteStore } from '../../src/adapters/sqlite/index.js';
@@ -24,6 +25,7 @@ import {
   tempDir,
   TEST_POLICY,
 } from './operations-fixtures.js';
+import { requestCancel, startAttempt } from '../../src/operations/ledger-commands.js';
 
 const args = { service: 'billing', version: '2.0.0' };
 
@@ -36,9 +38,10 @@ async function twoWorkers(mode: RecoveryMode, clock: FakeClock | typeof systemCl
     client: new DeploymentProviderClient({ baseUrl: provider.url }),
     mode,
   });
-  const make = (name: string, store: SqliteStore) =>
+  const make = (name: string, store: SqliteStore, faults: FaultPoints) =>
     new Worker({
       store,
+      faults,
       handlers: { [OPERATION]: handler },
       clock,
       logger: memoryLogger(),
@@ -50,7 +53,12 @@ async function twoWorkers(mode: RecoveryMode, clock: FakeClock | typeof systemCl
     });
   const storeA = openStore(dbPath, clock);
   const storeB = openStore(dbPath, clock);
-  return { dir, dbPath, provider, storeA, storeB, a: make('worker-a', storeA), b: make('worker-b', storeB) };
+  // The fault points of each store's worker.
+  const faultsA = new FaultPoints();
+  const faultsB = new FaultPoints();
+  const a = make('worker-a', storeA, faultsA);
+  const b = make('worker-b', storeB, faultsB);
+  return { dir, dbPath, provider, storeA, storeB, faultsA, faultsB, a, b };
 }
 
 /** The Idempotency-Key the provider stored with each deployment (read from its own database). */
@@ -74,7 +82,7 @@ describe('two workers on two connections to one database', () => {
     t.b.start();
     try {
       await eventually(
-        async () => (await t.storeA.listOperations({ status: 'succeeded' })).length === 20,
+        async () => (await t.storeA.ledger.list({ status: 'succeeded' })).length === 20,
         15_000,
       );
     } finally {
@@ -85,9 +93,9 @@ describe('two workers on two connections to one database', () => {
     expect(deployments).toHaveLength(20);
     const byWorker = new Map<string, number>();
     for (const op of ops) {
-      const done = await t.storeB.getOperation(op.operationId);
+      const done = await t.storeB.ledger.get(op.operationId);
       expect(done).toMatchObject({ status: 'succeeded', attemptCount: 1 });
-      const attempts = await t.storeB.listAttempts(op.operationId);
+      const attempts = await t.storeB.ledger.attempts(op.operationId);
       expect(attempts).toHaveLength(1);
       const workerId = attempts[0]?.workerId ?? '';
       byWorker.set(workerId, (byWorker.get(workerId) ?? 0) + 1);
@@ -103,12 +111,12 @@ describe('lease takeover after a crash', () => {
     const t = await twoWorkers('key', clock);
     const sent = recordRequests();
     const op = await accept(t.storeA, clock, args);
-    t.storeA.faults.arm('after_provider_reply', () => {
+    t.faultsA.arm('after_provider_reply', () => {
       throw new Error('crash after the provider replied');
     });
 
     await expect(t.a.runOnce()).rejects.toThrow('crash after the provider replied');
-    expect(await t.storeB.getOperation(op.operationId)).toMatchObject({
+    expect(await t.storeB.ledger.get(op.operationId)).toMatchObject({
       status: 'running',
       dispatched: true,
       leaseOwner: 'worker-a',
@@ -119,7 +127,7 @@ describe('lease takeover after a crash', () => {
 
     const deployments = await listDeployments(t.provider.url);
     expect(deployments).toHaveLength(1);
-    const done = await t.storeB.getOperation(op.operationId);
+    const done = await t.storeB.ledger.get(op.operationId);
     expect(done).toMatchObject({
       status: 'succeeded',
       resourceId: deployments[0]?.deployment_id,
@@ -128,7 +136,7 @@ describe('lease takeover after a crash', () => {
     const key = `idem-${op.operationId}`;
     expect(creates(sent).map((r) => r.idempotencyKey)).toEqual([key, key]);
     expect(providerKeys(t.dir)).toEqual([key]);
-    const attempts = await t.storeB.listAttempts(op.operationId);
+    const attempts = await t.storeB.ledger.attempts(op.operationId);
     expect(attempts.map((a) => [a.workerId, a.outcome, a.detail])).toEqual([
       // A "crashed" before finishing its attempt: B closed it when it claimed the operation.
       ['worker-a', 'interrupted', 'interrupted: no outcome recorded; closed when worker-b claimed'],
@@ -141,7 +149,7 @@ describe('lease takeover after a crash', () => {
     const t = await twoWorkers('key', clock);
     const op = await accept(t.storeA, clock, args);
     // A's finishAttempt never arrives: the process "died" right after committing the success.
-    const dying = new Proxy(t.storeA, {
+    const dying = new Proxy(t.storeA.ledger, {
       get: (target, name) => {
         if (name === 'finishAttempt')
           return async () => Promise.reject(new Error('died before finishAttempt'));
@@ -150,7 +158,7 @@ describe('lease takeover after a crash', () => {
       },
     });
     const a = new Worker({
-      store: dying,
+      store: { ledger: dying },
       handlers: {
         [OPERATION]: new DeploymentHandler({
           client: new DeploymentProviderClient({ baseUrl: t.provider.url }),
@@ -164,11 +172,11 @@ describe('lease takeover after a crash', () => {
       leaseMs: LEASE_MS,
     });
     await expect(a.runOnce()).rejects.toThrow('died before finishAttempt');
-    const done = await t.storeB.getOperation(op.operationId);
+    const done = await t.storeB.ledger.get(op.operationId);
     expect(done).toMatchObject({ status: 'succeeded', attemptCount: 1 });
     // Final: no worker will claim it again, so the final write itself closed the attempt.
     expect(await t.b.runOnce()).toBe(false);
-    expect(await t.storeB.listAttempts(op.operationId)).toEqual([
+    expect(await t.storeB.ledger.attempts(op.operationId)).toEqual([
       expect.objectContaining({ workerId: 'worker-a', endedAt: clock.now(), outcome: 'succeeded' }),
     ]);
   });
@@ -178,17 +186,17 @@ describe('lease takeover after a crash', () => {
     const t = await twoWorkers('key', clock);
     const sent = recordRequests();
     const op = await accept(t.storeA, clock, args);
-    t.storeA.faults.arm('before_dispatch', () => {
+    t.faultsA.arm('before_dispatch', () => {
       throw new Error('crash before dispatch');
     });
     await expect(t.a.runOnce()).rejects.toThrow('crash before dispatch');
-    expect(await t.storeA.getOperation(op.operationId)).toMatchObject({
+    expect(await t.storeA.ledger.get(op.operationId)).toMatchObject({
       status: 'running',
       dispatched: true,
     });
     clock.advance(LEASE_MS);
     expect(await t.b.runOnce()).toBe(true);
-    expect((await t.storeB.getOperation(op.operationId))?.status).toBe('succeeded');
+    expect((await t.storeB.ledger.get(op.operationId))?.status).toBe('succeeded');
     expect(creates(sent).map((r) => r.idempotencyKey)).toEqual([`idem-${op.operationId}`]);
     expect(await listDeployments(t.provider.url)).toHaveLength(1);
   });
@@ -198,7 +206,7 @@ describe('lease takeover after a crash', () => {
     const t = await twoWorkers('reference', clock);
     const sent = recordRequests();
     const op = await accept(t.storeA, clock, args);
-    t.storeA.faults.arm('after_provider_reply', () => {
+    t.faultsA.arm('after_provider_reply', () => {
       throw new Error('crash');
     });
     await expect(t.a.runOnce()).rejects.toThrow('crash');
@@ -206,7 +214,7 @@ describe('lease takeover after a crash', () => {
     expect(await t.b.runOnce()).toBe(true);
     const deployments = await listDeployments(t.provider.url);
     expect(deployments).toHaveLength(1);
-    expect(await t.storeB.getOperation(op.operationId)).toMatchObject({
+    expect(await t.storeB.ledger.get(op.operationId)).toMatchObject({
       status: 'succeeded',
       resourceId: deployments[0]?.deployment_id,
       attemptCount: 1,
@@ -219,18 +227,18 @@ describe('lease takeover after a crash', () => {
     const t = await twoWorkers('reference', clock);
     const op = await accept(t.storeA, clock, args);
     // A worker that claimed and recorded an attempt, then vanished before sending anything.
-    await t.storeA.claimDue({ workerId: 'ghost', now: clock.now(), leaseMs: LEASE_MS });
-    const started = await t.storeA.startAttempt(op.operationId, {
+    await t.storeA.ledger.claim({ workerId: 'ghost', now: clock.now(), leaseMs: LEASE_MS });
+    const started = await startAttempt(t.storeA.ledger, op.operationId, {
       workerId: 'ghost',
       attemptId: newAttemptId(clock.now()),
       now: clock.now(),
       from: ['accepted'],
     });
     expect(started).toMatchObject({ status: 'running', dispatched: true, attemptCount: 1 });
-    await t.storeA.requestCancel(op.operationId, clock.now());
+    await requestCancel(t.storeA.ledger, op.operationId, clock.now());
     clock.advance(LEASE_MS);
     expect(await t.b.runOnce()).toBe(true);
-    expect(await t.storeB.getOperation(op.operationId)).toMatchObject({
+    expect(await t.storeB.ledger.get(op.operationId)).toMatchObject({
       status: 'cancelled',
       dispatched: false,
     });
@@ -241,13 +249,13 @@ describe('lease takeover after a crash', () => {
     const clock = new FakeClock();
     const t = await twoWorkers('reference', clock);
     const op = await accept(t.storeA, clock, args);
-    t.storeA.faults.arm('before_dispatch', () => {
+    t.faultsA.arm('before_dispatch', () => {
       throw new Error('crash');
     });
     await expect(t.a.runOnce()).rejects.toThrow('crash');
     clock.advance(LEASE_MS);
     expect(await t.b.runOnce()).toBe(true);
-    expect(await t.storeB.getOperation(op.operationId)).toMatchObject({
+    expect(await t.storeB.ledger.get(op.operationId)).toMatchObject({
       status: 'succeeded',
       attemptCount: 2,
     });
@@ -258,13 +266,13 @@ describe('lease takeover after a crash', () => {
     const clock = new FakeClock();
     const t = await twoWorkers('none', clock);
     const op = await accept(t.storeA, clock, args);
-    t.storeA.faults.arm('after_provider_reply', () => {
+    t.faultsA.arm('after_provider_reply', () => {
       throw new Error('crash');
     });
     await expect(t.a.runOnce()).rejects.toThrow('crash');
     clock.advance(LEASE_MS);
     expect(await t.b.runOnce()).toBe(true);
-    const done = await t.storeB.getOperation(op.operationId);
+    const done = await t.storeB.ledger.get(op.operationId);
     expect(done).toMatchObject({ status: 'outcome_unknown', error: { code: 'outcome_unknown' } });
     expect(done?.error?.nextAction).toContain('"billing"');
     expect(await listDeployments(t.provider.url)).toHaveLength(1);
@@ -275,16 +283,16 @@ describe('lease takeover after a crash', () => {
     const t = await twoWorkers('key', clock);
     const op = await accept(t.storeA, clock, args);
     // A's store reports the renewal refused, as when another worker has taken the lease.
-    const refusing = new Proxy(t.storeA, {
+    const refusing = new Proxy(t.storeA.ledger, {
       get: (target, name) => {
-        if (name === 'renewLease') return async () => false;
+        if (name === 'renew') return async () => false;
         const value: unknown = Reflect.get(target, name, target);
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
     const logger = memoryLogger();
     const a = new Worker({
-      store: refusing,
+      store: { ledger: refusing },
       handlers: {
         [OPERATION]: new DeploymentHandler({
           client: new DeploymentProviderClient({ baseUrl: t.provider.url }),
@@ -305,16 +313,16 @@ describe('lease takeover after a crash', () => {
     expect(await running).toBe(true);
     expect(Date.now() - started).toBeLessThan(2_000); // aborted, not waited out
     expect(logger.events('op.lease_lost')).toHaveLength(1);
-    const [attempt] = await t.storeB.listAttempts(op.operationId);
+    const [attempt] = await t.storeB.ledger.attempts(op.operationId);
     expect(attempt).toMatchObject({ outcome: 'lease_lost', detail: 'ambiguous: aborted' });
-    expect(await t.storeB.getOperation(op.operationId)).toMatchObject({
+    expect(await t.storeB.ledger.get(op.operationId)).toMatchObject({
       status: 'running',
       dispatched: true,
     });
 
     clock.advance(LEASE_MS);
     expect(await t.b.runOnce()).toBe(true);
-    expect((await t.storeB.getOperation(op.operationId))?.status).toBe('succeeded');
+    expect((await t.storeB.ledger.get(op.operationId))?.status).toBe('succeeded');
     expect(await listDeployments(t.provider.url)).toHaveLength(1);
   });
 });

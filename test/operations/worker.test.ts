@@ -33,7 +33,7 @@ describe('Worker: happy path in every provider mode', () => {
       });
       expect(done.leaseOwner).toBeUndefined();
       expect(done.expiresAt).toBe(h.clock.now() + 24 * 60 * 60 * 1000);
-      const [attempt, ...more] = await h.store.listAttempts(op.operationId);
+      const [attempt, ...more] = await h.store.ledger.attempts(op.operationId);
       expect(more).toEqual([]);
       expect(attempt).toMatchObject({ number: 1, workerId: worker.workerId, outcome: 'succeeded' });
 
@@ -77,7 +77,7 @@ describe('Worker: a lost reply (drop_response)', () => {
     });
     const keys = creates(sent).map((request) => request.idempotencyKey);
     expect(keys).toEqual([`idem-${op.operationId}`, `idem-${op.operationId}`]);
-    const attempts = await h.store.listAttempts(op.operationId);
+    const attempts = await h.store.ledger.attempts(op.operationId);
     expect(attempts.map((a) => [a.outcome, a.detail])).toEqual([
       ['ambiguous', 'ambiguous: connection_closed'],
       ['succeeded', 'created (replayed)'],
@@ -149,7 +149,7 @@ describe('Worker: a lost reply (drop_response)', () => {
     h.provider.faults.arm({ kind: 'delay', route: 'create', delayMs: 1_000 });
     const worker = h.worker();
     expect(await worker.runOnce()).toBe(true);
-    const [first] = await h.store.listAttempts(op.operationId);
+    const [first] = await h.store.ledger.attempts(op.operationId);
     expect(first).toMatchObject({ outcome: 'ambiguous', detail: 'ambiguous: timeout' });
     expect(await worker.runOnce()).toBe(true);
     expect((await h.get(op.operationId)).status).toBe('succeeded');

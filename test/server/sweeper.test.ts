@@ -1,17 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/core/logger.js';
 import { startSweeper } from '../../src/server/sweeper.js';
-import type { Store, SweepOptions, SweepResult } from '../../src/store/store.js';
+import type { IdemStore } from '../../src/ports/idem-store.js';
+import type { SweepOptions, SweepResult } from '../../src/ports/housekeeping.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 
 /** A store that only records the options of each sweep it is asked for. */
-function recordingStore(calls: SweepOptions[]): Store<unknown> {
+function recordingStore(calls: SweepOptions[]): Pick<IdemStore, 'housekeeping'> {
   return {
-    sweep: (options: SweepOptions): Promise<SweepResult> => {
-      calls.push(options);
-      return Promise.resolve({ tombstoned: 0, tombstonesDeleted: 0, outboxDeleted: 0, batches: 0 });
+    housekeeping: {
+      sweep: (options: SweepOptions): Promise<SweepResult> => {
+        calls.push(options);
+        return Promise.resolve({ tombstoned: 0, tombstonesDeleted: 0, outboxDeleted: 0, batches: 0 });
+      },
     },
-  } as unknown as Store<unknown>;
+  };
 }
 
 async function firstSweep(maxDuty?: number, outboxRetentionMs?: number): Promise<SweepOptions> {

@@ -23,6 +23,11 @@ export interface SqlStatement {
  */
 export interface SqlConnection {
   all<Row>(statement: SqlStatement, params: readonly SqlValue[]): MaybePromise<Row[]>;
+  /**
+   * Optional: rows as arrays of values in column order, where the driver can skip building objects
+   * (better-sqlite3's raw mode). Statements that use it select every column under its own name.
+   */
+  values?(statement: SqlStatement, params: readonly SqlValue[]): MaybePromise<unknown[][]>;
   /** Runs a statement that returns no rows; resolves with the number of rows it changed. */
   run(statement: SqlStatement, params: readonly SqlValue[]): MaybePromise<number>;
 }

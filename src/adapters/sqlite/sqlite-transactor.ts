@@ -1,13 +1,10 @@
 import type { Clock } from '../../core/clock.js';
 import { IdemError } from '../../core/errors.js';
-import type { FaultPoints } from '../../core/fault-points.js';
-import type { SignalOption } from '../../store/store.js';
+import type { SignalOption } from '../../ports/maybe-async.js';
 import type { SqliteDatabase, SqliteStatement } from './sqlite-database.js';
 import { isSqliteBusy, translateSqliteError } from './sqlite-errors.js';
 
 export interface WriteOptions extends SignalOption {
-  /** Hit `before_commit` (inside the call's own savepoint) and `after_commit` for this write. */
-  commitFaults?: boolean;
   /**
    * `false`: housekeeping whose loss in a power failure only means doing it again (the sweep). A
    * batch made only of such writes commits at synchronous=NORMAL in WAL mode: no fsync of its own,
@@ -40,7 +37,6 @@ export interface TransactorOptions {
 
 interface PendingWrite {
   readonly body: () => unknown;
-  readonly commitFaults: boolean;
   readonly durable: boolean;
   readonly signal: AbortSignal | undefined;
   readonly resolve: (value: unknown) => void;
@@ -67,16 +63,13 @@ const SAVEPOINT = 'idem_call';
  * that throws is rolled back to its savepoint (only its own changes go) and fails alone; the others
  * are RELEASEd and committed together by a single COMMIT, so one fsync serves the whole batch. No
  * write's promise settles before that COMMIT returned: a caller never sees a result that is not
- * durable. `before_commit` is hit per write inside its savepoint (a throw rolls back that write
- * only), `after_commit` per write after the batch's COMMIT (a throw makes that write
- * `outcome_unknown`). To let concurrent callers join, a batch starts on the next turn of the event
- * loop (setImmediate) rather than in a microtask.
+ * durable. To let concurrent callers join, a batch starts on the next turn of the event loop
+ * (setImmediate) rather than in a microtask.
  */
 export class SqliteTransactor {
   readonly #db: SqliteDatabase;
   readonly #clock: Clock;
   readonly #lockTimeoutMs: number;
-  readonly #faults: FaultPoints;
   readonly #maxBatch: number;
   readonly #gather: 'turn' | 'adaptive';
   readonly #onCommit: ((writes: number) => void) | undefined;
@@ -99,13 +92,11 @@ export class SqliteTransactor {
     db: SqliteDatabase,
     clock: Clock,
     lockTimeoutMs: number,
-    faults: FaultPoints,
     options: TransactorOptions = { maxBatch: 1 },
   ) {
     this.#db = db;
     this.#clock = clock;
     this.#lockTimeoutMs = lockTimeoutMs;
-    this.#faults = faults;
     this.#maxBatch = Math.max(1, Math.floor(options.maxBatch));
     this.#gather = options.gather ?? 'turn';
     this.#onCommit = options.onCommit;
@@ -143,8 +134,7 @@ export class SqliteTransactor {
   /**
    * Queues `body` to run inside BEGIN IMMEDIATE ... COMMIT once the write lock is free (possibly
    * together with other queued writes, each in its own savepoint); `busy` after the lock timeout.
-   * With `commitFaults`, hits `before_commit` and `after_commit` around COMMIT. Settles only after
-   * the COMMIT that made the write durable (or after its rollback).
+   * Settles only after the COMMIT that made the write durable (or after its rollback).
    */
   write<T>(body: () => T, options: WriteOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -154,7 +144,6 @@ export class SqliteTransactor {
       }
       this.#pending.push({
         body,
-        commitFaults: options.commitFaults ?? false,
         durable: options.durable ?? true,
         signal: options.signal,
         resolve: resolve as (value: unknown) => void,
@@ -300,7 +289,6 @@ export class SqliteTransactor {
       if (isolated) this.#stmt.savepoint.run();
       try {
         const value = write.body();
-        if (write.commitFaults) this.#faults.hit('before_commit');
         if (isolated) this.#stmt.release.run();
         settled.push({ write, ok: true, value });
       } catch (error) {
@@ -350,7 +338,7 @@ export class SqliteTransactor {
       return true;
     }
     // Committed and durable: only now may any caller see a result.
-    settle(settled.map((s) => (s.ok && s.write.commitFaults ? this.#afterCommit(s) : s)));
+    settle(settled);
     return true;
   }
 
@@ -378,24 +366,6 @@ export class SqliteTransactor {
       this.#stmt.rollback.run();
     } catch {
       // The connection is unusable; the next BEGIN reports it.
-    }
-  }
-
-  /** Whatever fails after COMMIT must not be reported as a rollback: the data is there. */
-  #afterCommit(settlement: Settlement): Settlement {
-    try {
-      this.#faults.hit('after_commit');
-      return settlement;
-    } catch (cause) {
-      return {
-        write: settlement.write,
-        ok: false,
-        error: new IdemError('outcome_unknown', 'the transaction committed but the call did not complete', {
-          cause,
-          retryable: true,
-          nextAction: 'Retry with the same idempotency_key and arguments to get the recorded result.',
-        }),
-      };
     }
   }
 }

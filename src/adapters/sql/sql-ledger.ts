@@ -1,0 +1,132 @@
+import type { Clock } from '../../core/clock.js';
+import { interruptedAttempt } from '../../core/operation-changes.js';
+import type { AttemptRecord, OperationRecord } from '../../core/operation-record.js';
+import { andThen, run, step, type Steps } from '../../core/steps.js';
+import type { SignalOption } from '../../ports/maybe-async.js';
+import type {
+  AttemptEnd,
+  ClaimOptions,
+  LedgerUpdate,
+  LedgerWrite,
+  ListOptions,
+  OperationsLedger,
+  RenewOptions,
+} from '../../ports/operations-ledger.js';
+import { changeParams, toAttempt, toRecord, type AttemptRow, type OperationRow } from '../operation-rows.js';
+import type { SharedSql } from './shared-sql.js';
+import type { SqlConnection, SqlDriver, SqlValue } from './sql-driver.js';
+
+/** The operations ledger over any SQL driver: the shared statements, each change in one transaction. */
+export class SqlLedger implements OperationsLedger {
+  readonly #driver: SqlDriver<unknown>;
+  readonly #sql: SharedSql;
+  readonly #sync: boolean;
+
+  constructor(driver: SqlDriver<unknown>, sql: SharedSql, _clock: Clock) {
+    this.#driver = driver;
+    this.#sql = sql;
+    this.#sync = driver.capabilities.synchronous;
+  }
+
+  get(operationId: string, options: SignalOption = {}): Promise<OperationRecord | undefined> {
+    return this.#driver.read(
+      (conn) => andThen(conn.all<OperationRow>(this.#sql.byId, [operationId]), firstRecord),
+      options,
+    );
+  }
+
+  list(options: ListOptions = {}): Promise<OperationRecord[]> {
+    const limit = options.limit ?? 100;
+    return this.#driver.read(
+      (conn) =>
+        andThen(
+          options.status === undefined
+            ? conn.all<OperationRow>(this.#sql.list, [limit])
+            : conn.all<OperationRow>(this.#sql.listByStatus, [options.status, limit]),
+          (rows) => rows.map(toRecord),
+        ),
+      options,
+    );
+  }
+
+  attempts(operationId: string, options: SignalOption = {}): Promise<AttemptRecord[]> {
+    return this.#driver.read(
+      (conn) =>
+        andThen(conn.all<AttemptRow>(this.#sql.attempts, [operationId]), (rows) => rows.map(toAttempt)),
+      options,
+    );
+  }
+
+  claim(options: ClaimOptions): Promise<OperationRecord | undefined> {
+    const sql = this.#sql;
+    function* claim(conn: SqlConnection): Steps<OperationRecord | undefined> {
+      const rows = yield* step(
+        conn.all<OperationRow>(sql.claim, [
+          options.workerId,
+          options.now + options.leaseMs,
+          options.now,
+          options.now,
+        ]),
+      );
+      const row = rows[0];
+      if (row === undefined) return undefined;
+      // The previous holder stopped before recording how its attempt ended.
+      const repair = interruptedAttempt(options.workerId);
+      yield conn.run(sql.closeOpenAttempts, [options.now, repair.outcome, repair.detail, row.operation_id]);
+      return toRecord(row);
+    }
+    return this.#driver.transaction((conn) => run(claim(conn), this.#sync, 'a claim'), options);
+  }
+
+  renew(operationId: string, options: RenewOptions): Promise<boolean> {
+    const params = [options.leaseExpiresAt, operationId, options.workerId, options.now];
+    return this.#driver.transaction(
+      (conn) => andThen(conn.run(this.#sql.renew, params), (changed) => changed === 1),
+      options,
+    );
+  }
+
+  update(
+    operationId: string,
+    decide: (current: OperationRecord) => LedgerWrite | undefined,
+    options: SignalOption = {},
+  ): Promise<LedgerUpdate> {
+    const sql = this.#sql;
+    const bool = this.#driver.dialect.bool;
+    function* update(conn: SqlConnection): Steps<LedgerUpdate> {
+      const rows = yield* step(conn.all<OperationRow>(sql.byIdForUpdate, [operationId]));
+      const current = firstRecord(rows);
+      if (current === undefined) return { record: undefined, written: false };
+      const write = decide(current);
+      if (write === undefined) return { record: current, written: false };
+      const start = write.startAttempt;
+      if (start !== undefined) {
+        const number = write.change.attemptCount ?? current.attemptCount;
+        yield conn.run(sql.insertAttempt, [
+          start.attemptId,
+          operationId,
+          number,
+          start.workerId,
+          start.startedAt,
+        ]);
+      }
+      const params = changeParams(current, write.change) as SqlValue[];
+      params[5] = bool(params[5] === 1);
+      const written = yield* step(conn.all<OperationRow>(sql.patch, params));
+      const close = write.closeOpenAttempts;
+      if (close !== undefined)
+        yield conn.run(sql.closeOpenAttempts, [close.at, close.outcome, close.detail, operationId]);
+      return { record: firstRecord(written), written: true };
+    }
+    return this.#driver.transaction((conn) => run(update(conn), this.#sync, 'a ledger update'), options);
+  }
+
+  async finishAttempt(attemptId: string, end: AttemptEnd): Promise<void> {
+    const params = [end.endedAt, end.outcome, end.detail ?? null, attemptId];
+    await this.#driver.transaction((conn) => conn.run(this.#sql.finishAttempt, params), end);
+  }
+}
+
+function firstRecord(rows: OperationRow[]): OperationRecord | undefined {
+  return rows[0] === undefined ? undefined : toRecord(rows[0]);
+}

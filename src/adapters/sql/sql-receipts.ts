@@ -1,0 +1,71 @@
+import type { OperationIdentity } from '../../core/operation-identity.js';
+import type { Existing } from '../../core/receipt.js';
+import { andThen } from '../../core/steps.js';
+import type { Clock } from '../../core/clock.js';
+import type { MaybePromise, SignalOption } from '../../ports/maybe-async.js';
+import {
+  ReceiptRace,
+  type ReceiptCapabilities,
+  type ReceiptStore,
+  type ReceiptTransaction,
+  type ReceiptTransactionOptions,
+} from '../../ports/receipt-store.js';
+import { identityParams } from '../operation-rows.js';
+import type { SharedSql } from './shared-sql.js';
+import type { SqlDriver } from './sql-driver.js';
+
+/** Receipts over any SQL driver: the dialect's call statements, in the driver's transaction. */
+export class SqlReceipts<Tx> implements ReceiptStore<Tx> {
+  readonly capabilities: ReceiptCapabilities;
+  readonly #driver: SqlDriver<Tx>;
+  readonly #sql: SharedSql;
+  readonly #clock: Clock;
+
+  constructor(driver: SqlDriver<Tx>, sql: SharedSql, clock: Clock) {
+    this.#driver = driver;
+    this.#sql = sql;
+    this.#clock = clock;
+    this.capabilities = driver.capabilities;
+  }
+
+  lookup(identity: OperationIdentity, options: SignalOption = {}): Promise<Existing | undefined> {
+    return this.#driver.read((conn) => this.#driver.dialect.call.find(conn, identity), options);
+  }
+
+  transaction<T>(
+    identity: OperationIdentity,
+    body: (tx: ReceiptTransaction<Tx>) => MaybePromise<T>,
+    options: ReceiptTransactionOptions = {},
+  ): Promise<T> {
+    const call = this.#driver.dialect.call;
+    const sql = this.#sql;
+    const tryLock = options.absent === true && this.capabilities.optimisticInsert;
+    return this.#driver.transaction(
+      (conn, handle, contended) =>
+        body({
+          handle,
+          contended,
+          find: () => call.find(conn, identity),
+          put: (record, previous) => {
+            if (previous === 'absent') {
+              if (call.insertNew === undefined) throw new TypeError('this dialect has no optimistic insert');
+              return andThen(call.insertNew(conn, record), (inserted) => {
+                if (!inserted) throw new ReceiptRace();
+              });
+            }
+            // A tombstone past its life must not outlive the new record (rare: only then a DELETE).
+            if (previous?.kind !== 'tombstone') return call.upsert(conn, record);
+            return andThen(conn.run(sql.deleteTombstone, identityParams(record.identity)), () =>
+              call.upsert(conn, record),
+            );
+          },
+          enqueue: (intent) => {
+            const now = this.#clock.now();
+            const params = [intent.dedupKey, intent.destination, JSON.stringify(intent.payload), now, now];
+            return andThen(conn.run(sql.enqueue, params), () => undefined);
+          },
+        }),
+      { ...options, lock: { identity, tryLock } },
+    );
+  }
+}

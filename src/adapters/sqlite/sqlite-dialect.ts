@@ -1,0 +1,84 @@
+import type { OperationIdentity } from '../../core/operation-identity.js';
+import type { OperationRecord } from '../../core/operation-record.js';
+import type { Existing } from '../../core/receipt.js';
+import { andThen } from '../../core/steps.js';
+import type { SqlConnection, SqlDialect, SqlStatement } from '../sql/sql-driver.js';
+import {
+  identityParams,
+  OPERATION_COLUMNS,
+  operationParams,
+  operationRowOf,
+  toRecord,
+} from '../operation-rows.js';
+
+const IDENTITY_WHERE = 'principal = ? AND workspace = ? AND operation = ? AND version = ? AND idem_key = ?';
+const COLUMNS = OPERATION_COLUMNS.join(', ');
+const KEY_COLUMNS: readonly string[] = ['principal', 'workspace', 'operation', 'version', 'idem_key'];
+
+/**
+ * One statement for both tables: a record's columns, or NULLs and the tombstone's three. Read as
+ * arrays where the driver can (in WAL mode each statement outside a transaction takes and drops the
+ * read locks, and building a row object costs more than the read), else as objects whose keys are
+ * the same names in the same order.
+ */
+const FIND: SqlStatement = {
+  name: 'idem_v1_sqlite_find',
+  text: `SELECT ${COLUMNS}, NULL AS t_fingerprint, NULL AS t_receipt_expired_at, NULL AS t_expires_at
+     FROM idem_operations WHERE ${IDENTITY_WHERE}
+     UNION ALL
+     SELECT ${OPERATION_COLUMNS.map(() => 'NULL').join(', ')}, fingerprint, receipt_expired_at, expires_at
+     FROM idem_tombstones WHERE ${IDENTITY_WHERE}
+     LIMIT 1`,
+};
+
+const UPSERT: SqlStatement = {
+  name: 'idem_v1_sqlite_upsert',
+  text: `INSERT INTO idem_operations (${COLUMNS}) VALUES (${OPERATION_COLUMNS.map(() => '?').join(', ')})
+     ON CONFLICT (${KEY_COLUMNS.join(', ')}) DO UPDATE SET ${OPERATION_COLUMNS.filter(
+       (c) => !KEY_COLUMNS.includes(c),
+     )
+       .map((c) => `${c} = excluded.${c}`)
+       .join(', ')}`,
+};
+
+function existingOf(
+  identity: OperationIdentity,
+  values: readonly unknown[] | undefined,
+): Existing | undefined {
+  if (values === undefined) return undefined;
+  // operation_id is never NULL in a receipt row; the tombstone arm selects NULL there.
+  if (values[0] !== null) return { kind: 'receipt', receipt: toRecord(operationRowOf(values)) };
+  const tomb = OPERATION_COLUMNS.length;
+  return {
+    kind: 'tombstone',
+    tombstone: {
+      identity,
+      fingerprint: values[tomb] as string,
+      receiptExpiredAt: Number(values[tomb + 1]),
+      expiresAt: Number(values[tomb + 2]),
+    },
+  };
+}
+
+/** SQLite's words: `?` placeholders, one writer (no row locks), integers for booleans. */
+export const sqliteDialect: SqlDialect = {
+  engine: 'sqlite',
+  placeholders: (sql) => sql,
+  skipLocked: '',
+  forUpdate: '',
+  bool: (value) => (value ? 1 : 0),
+  call: {
+    find(conn: SqlConnection, identity: OperationIdentity) {
+      const params = identityParams(identity);
+      const all = [...params, ...params];
+      if (conn.values !== undefined)
+        return andThen(conn.values(FIND, all), (rows) => existingOf(identity, rows[0]));
+      return andThen(conn.all<Record<string, unknown>>(FIND, all), (rows) =>
+        existingOf(identity, rows[0] === undefined ? undefined : Object.values(rows[0])),
+      );
+    },
+    upsert(conn: SqlConnection, record: OperationRecord) {
+      return andThen(conn.run(UPSERT, operationParams(record) as never), () => undefined);
+    },
+  },
+};
