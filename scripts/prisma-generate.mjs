@@ -11,5 +11,8 @@ const root = resolve(import.meta.dirname, '..');
 execFileSync('npx', ['prisma', 'generate', '--schema', 'examples/prisma/schema.prisma'], {
   cwd: root,
   stdio: ['ignore', 'ignore', 'inherit'],
-  env: { ...process.env, PRISMA_SCHEMA_ENGINE_BINARY: process.env.PRISMA_SCHEMA_ENGINE_BINARY ?? process.execPath },
+  env: {
+    ...process.env,
+    PRISMA_SCHEMA_ENGINE_BINARY: process.env.PRISMA_SCHEMA_ENGINE_BINARY ?? process.execPath,
+  },
 });

@@ -81,6 +81,7 @@ export function drizzlePostgresDriver<TSchema extends Record<string, unknown>>(
 export function drizzleSqliteDriver<TSchema extends Record<string, unknown>>(
   db: BetterSQLite3Database<TSchema>,
   dialect: SqlDialect,
+  path?: string,
 ): SqlDriver<DrizzleSqliteTransaction<TSchema>> {
   type Tx = DrizzleSqliteTransaction<TSchema>;
   const connection = (on: BetterSQLite3Database<TSchema> | Tx): SqlConnection => ({
@@ -104,7 +105,7 @@ export function drizzleSqliteDriver<TSchema extends Record<string, unknown>>(
       try {
         return await body(connection(db));
       } catch (error) {
-        throw translateSqliteOrmError(error);
+        throw translateSqliteOrmError(error, path);
       }
     },
     async transaction<T>(
@@ -116,7 +117,7 @@ export function drizzleSqliteDriver<TSchema extends Record<string, unknown>>(
         // BEGIN IMMEDIATE: the write lock from the start, which covers every identity.
         return db.transaction((tx) => body(connection(tx), tx, false) as T, { behavior: 'immediate' });
       } catch (error) {
-        throw translateSqliteOrmError(error);
+        throw translateSqliteOrmError(error, path);
       }
     },
     close: async () => undefined,

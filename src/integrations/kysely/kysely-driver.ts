@@ -9,7 +9,9 @@ import type {
 } from '../../adapters/sql/sql-driver.js';
 import type { MaybePromise, SignalOption } from '../../ports/maybe-async.js';
 import { isPgDriverError, pgOrmDriver, type PgOrmOptions } from '../shared/pg-orm-driver.js';
-import { translateSqliteOrmError } from '../shared/sqlite-orm-errors.js';
+import { isSqliteBusy } from '../../adapters/sqlite/sqlite-errors.js';
+import { systemClock } from '../../core/clock.js';
+import { sqliteDriverError, translateSqliteOrmError } from '../shared/sqlite-orm-errors.js';
 
 /** Runs one of Idem's statements through Kysely, on the database or in a transaction. */
 async function execute(on: Kysely<unknown>, text: string, params: readonly SqlValue[]) {
@@ -54,9 +56,28 @@ export function kyselyPostgresDriver<DB>(
  */
 const TAKE_WRITE_LOCK = CompiledQuery.raw('DELETE FROM idem_tombstones WHERE 0');
 
-/** Kysely on SQLite (SqliteDialect on better-sqlite3): one connection, serialized by Kysely. */
-export function kyselySqliteDriver<DB>(db: Kysely<DB>, dialect: SqlDialect): SqlDriver<Transaction<DB>> {
+/** Options of the SQLite driver: how long a write transaction waits for the write lock. */
+export interface KyselySqliteOptions {
+  /** Beyond this wait for SQLite's write lock the call answers `busy`. Default 5000 ms. */
+  lockTimeoutMs?: number;
+}
+
+/**
+ * Kysely on SQLite (SqliteDialect on better-sqlite3), one connection serialized by Kysely. The
+ * wait for the write lock is asynchronous (kyselyStore sets the database's `busy_timeout` to 0):
+ * better-sqlite3 would otherwise wait in its busy handler blocking the event loop, and with it a
+ * transaction of this process that holds the lock on another connection.
+ */
+export function kyselySqliteDriver<DB>(
+  db: Kysely<DB>,
+  dialect: SqlDialect,
+  path?: string,
+  options: KyselySqliteOptions = {},
+): SqlDriver<Transaction<DB>> {
   const on = db as unknown as Kysely<unknown>;
+  // Waiting for another connection takes real time, whatever clock the store's records use.
+  const clock = systemClock;
+  const lockTimeoutMs = options.lockTimeoutMs ?? 5000;
   return {
     dialect,
     capabilities: {
@@ -67,29 +88,42 @@ export function kyselySqliteDriver<DB>(db: Kysely<DB>, dialect: SqlDialect): Sql
       durable: true,
     },
     sweepPacing: { blocksWriters: true },
-    async read<T>(body: (conn: SqlConnection) => MaybePromise<T>, options: SignalOption = {}): Promise<T> {
-      options.signal?.throwIfAborted();
+    async read<T>(body: (conn: SqlConnection) => MaybePromise<T>, signal: SignalOption = {}): Promise<T> {
+      signal.signal?.throwIfAborted();
       try {
         return await body(connection(on));
       } catch (error) {
-        throw translateSqliteOrmError(error);
+        throw translateSqliteOrmError(error, path);
       }
     },
     async transaction<T>(
       body: (conn: SqlConnection, tx: Transaction<DB>, contended: boolean) => MaybePromise<T>,
-      options: SqlTransactionOptions = {},
+      txOptions: SqlTransactionOptions = {},
     ): Promise<T> {
-      options.signal?.throwIfAborted();
-      try {
-        return await db.transaction().execute(async (tx) => {
-          await tx.executeQuery(TAKE_WRITE_LOCK).catch((error: unknown) => {
-            if (!/no such table/i.test(String((error as { message?: unknown } | null)?.message))) throw error;
+      const started = clock.monotonic();
+      for (let attempt = 0; ; attempt += 1) {
+        txOptions.signal?.throwIfAborted();
+        let locked = false;
+        try {
+          return await db.transaction().execute(async (tx) => {
+            await tx.executeQuery(TAKE_WRITE_LOCK).catch((error: unknown) => {
+              if (!/no such table/i.test(String((error as { message?: unknown } | null)?.message)))
+                throw error;
+            });
+            locked = true;
+            // SQLite's write lock covers every identity: nobody else was in (contended is false).
+            return body(connection(tx as unknown as Kysely<unknown>), tx, false);
           });
-          // SQLite's write lock covers every identity: nobody else was in (contended is false).
-          return body(connection(tx as unknown as Kysely<unknown>), tx, false);
-        });
-      } catch (error) {
-        throw translateSqliteOrmError(error);
+        } catch (error) {
+          // Not yet holding the lock, and another connection does: wait without blocking, bounded.
+          const elapsed = clock.monotonic() - started;
+          if (!locked && isSqliteBusy(sqliteDriverError(error)) && elapsed < lockTimeoutMs) {
+            const pause = Math.min(50, 1 + 2 ** attempt) * (0.5 + Math.random() / 2);
+            await clock.sleep(Math.min(pause, Math.max(1, lockTimeoutMs - elapsed)), txOptions);
+            continue;
+          }
+          throw translateSqliteOrmError(error, path);
+        }
       }
     },
     close: async () => undefined,

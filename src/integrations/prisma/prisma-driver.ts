@@ -11,7 +11,7 @@ export interface PrismaTransactionOptions {
 
 /** What Idem needs of a PrismaClient (any generated client, with a driver adapter or without). */
 export interface PrismaClientLike {
-  $transaction<R>(fn: (tx: never) => Promise<R>, options?: PrismaTransactionOptions): Promise<R>;
+  $transaction<R>(fn: (tx: unknown) => Promise<R>, options?: PrismaTransactionOptions): Promise<R>;
   $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): PromiseLike<T>;
   $executeRawUnsafe(query: string, ...values: unknown[]): PromiseLike<number>;
 }
@@ -82,11 +82,10 @@ export function prismaDriver<P extends PrismaClientLike>(
         return { rows: [], rowCount: await runner.$executeRawUnsafe(text, ...params) };
       },
       transaction: (body) =>
-        prisma.$transaction(body as (tx: never) => Promise<never>, transactionOptions) as Promise<never>,
+        prisma.$transaction(body as (tx: unknown) => Promise<never>, transactionOptions) as Promise<never>,
       driverError: prismaPgCause,
     },
     dialect,
     { ...options, lockTimeoutMs },
   );
 }
-

@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../../core/clock.js';
+import { systemClock } from '../../core/clock.js';
 import { isIdemError } from '../../core/errors.js';
 import { identityLockKey } from '../../adapters/postgres/call-statements.js';
 import {
@@ -23,7 +23,6 @@ export interface PgOrmOptions {
   lockTimeoutMs?: number;
   /** Re-runs of a transaction after a serialization failure or deadlock (40001, 40P01). Default 5. */
   maxRetries?: number;
-  clock?: Clock;
 }
 
 /** What one ORM supplies: its way to run a statement and a transaction, and to unwrap its errors. */
@@ -65,7 +64,8 @@ export function pgOrmDriver<Db, Tx>(
 ): SqlDriver<Tx> {
   const lockTimeout = String(Math.max(1, Math.round(options.lockTimeoutMs ?? 5000)));
   const maxRetries = options.maxRetries ?? 5;
-  const clock = options.clock ?? systemClock;
+  // Backing off from another transaction takes real time, whatever clock the records use.
+  const clock = systemClock;
   const connection = (on: Db | Tx): SqlConnection => ({
     all: async <Row>(statement: SqlStatement, params: readonly SqlValue[]) =>
       (await orm.query(on, statement.text, params, 'rows')).rows as Row[],
@@ -122,7 +122,12 @@ export function pgOrmDriver<Db, Tx>(
               );
               if ((rows[0] as { free?: unknown } | undefined)?.free !== true) {
                 contended = true;
-                await orm.query(tx, 'SELECT pg_advisory_xact_lock($1::bigint) IS NOT NULL AS locked', [key], 'rows');
+                await orm.query(
+                  tx,
+                  'SELECT pg_advisory_xact_lock($1::bigint) IS NOT NULL AS locked',
+                  [key],
+                  'rows',
+                );
               }
             } else {
               await orm.query(

@@ -24,4 +24,3 @@ export function sqliteDriverError(error: unknown): unknown {
   }
   return undefined;
 }
-
