@@ -30,7 +30,9 @@ interface RawRunner {
  * Returned node-postgres-shaped (`code`, `message`) for translatePgError.
  */
 export function prismaPgCause(error: unknown): unknown {
-  if (isPgDriverError(error)) return error;
+  // Prisma's own codes (P2010...) look like SQLSTATEs: only an error that is not Prisma's is taken as is.
+  const prismaError = /^PrismaClient/.test(String((error as { name?: unknown } | null)?.name));
+  if (!prismaError && isPgDriverError(error)) return error;
   const e = error as {
     code?: unknown;
     message?: unknown;
