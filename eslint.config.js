@@ -35,6 +35,7 @@ export default tseslint.config(
       'node_modules/**',
       'coverage/**',
       'bench/results/**',
+      'examples/prisma/generated/**',
     ],
   },
   js.configs.recommended,

@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openPostgres } from '../../src/adapters/postgres/open-postgres.js';
 import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
+import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 import { buildExamples, examplePath, runExample, startExample } from '../helpers/example-fixtures.js';
 import { TestIssuer } from '../helpers/test-issuer.js';
 import pg from 'pg';
-import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 import {
   REPO_ROOT,
   callTool,
@@ -285,5 +286,61 @@ describe('README example command-tools (a stdio server with named commands)', ()
       last_lines: ['hello'],
     });
     expect(readFileSync(side, 'utf8')).toBe('ran\n');
+  });
+});
+
+describe.each(['kysely-store', 'drizzle-store'])(
+  'README example %s (the effect in the ORM transaction, SQLite)',
+  (name) => {
+    it('creates one ticket, replays it for the retry, and keeps its receipt beside it', async () => {
+      const dbPath = join(makeTempDir(), 'tickets.sqlite');
+      const [first, retry] = (await runExample(name, { TICKETS_DB: dbPath }))
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(first).toMatchObject({
+        status: 'succeeded',
+        replayed: false,
+        ticket_id: expect.stringMatching(/^t_/),
+      });
+      expect(retry).toEqual({ ...first, replayed: true });
+      const db = openSqlite(dbPath, { readonly: true });
+      try {
+        expect(db.prepare('SELECT id FROM tickets').all()).toEqual([{ id: first?.ticket_id }]);
+        expect(db.prepare('SELECT resource_id FROM idem_operations').all()).toEqual([
+          { resource_id: first?.ticket_id },
+        ]);
+      } finally {
+        db.close();
+      }
+    });
+  },
+);
+
+describe.runIf(postgresAvailable)('README example prisma-store (PostgreSQL)', () => {
+  it('creates one ticket, replays it for the retry, and keeps its receipt beside it', async () => {
+    const schema = `idem_ex_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+    const pool = await openPostgres(POSTGRES_URL, { schema });
+    try {
+      const [first, retry] = (
+        await runExample('prisma-store', { DATABASE_URL: POSTGRES_URL, DATABASE_SCHEMA: schema })
+      )
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(first).toMatchObject({
+        status: 'succeeded',
+        replayed: false,
+        ticket_id: expect.stringMatching(/^t_/),
+      });
+      expect(retry).toEqual({ ...first, replayed: true });
+      expect((await pool.query('SELECT id FROM tickets')).rows).toEqual([{ id: first?.ticket_id }]);
+      expect((await pool.query('SELECT resource_id FROM idem_operations')).rows).toEqual([
+        { resource_id: first?.ticket_id },
+      ]);
+    } finally {
+      await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
+      await pool.end();
+    }
   });
 });

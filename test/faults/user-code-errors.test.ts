@@ -54,7 +54,11 @@ async function open(factory: (typeof storeFactories)[number], logger: LoggerOpti
 
 const request = (key: string) => ({ principal: 'alice', workspace: 'ws-1', key, args: { body: SECRET } });
 
-describe.each(storeFactories)('errors in the application code are visible ($name)', (factory) => {
+// The engines' own stores: the effect below writes through the raw driver handle (better-sqlite3's
+// Database, pg's PoolClient), which the ORM integrations do not hand out.
+const engineStores = storeFactories.filter((f) => !f.name.includes(':'));
+
+describe.each(engineStores)('errors in the application code are visible ($name)', (factory) => {
   it('an effect with a wrong SQL parameter count: internal with the operation id, one error line with the stack, nothing written', async () => {
     const log = captured();
     const { t, executor } = await open(factory, pino(log.stream));

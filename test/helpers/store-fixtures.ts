@@ -19,6 +19,7 @@ import {
 import type { EffectContext, EffectResult } from '../../src/executor/effect.js';
 import type { IdemStore } from '../../src/ports/idem-store.js';
 import { FaultPoints as Faults } from '../../src/core/fault-points.js';
+import { ormStoreFactories } from './orm-fixtures.js';
 import { openPostgresTestStore, postgresAvailable } from './postgres-fixtures.js';
 
 /** The arguments of the test operation `create_note` (what the fingerprint covers). */
@@ -188,6 +189,7 @@ export function openTestStore(options: TestStoreOptions = {}): SqliteTestStore {
 export const storeFactories: readonly StoreFactory[] = [
   { name: 'sqlite', create: async (options) => openTestStore(options) },
   ...(postgresAvailable ? [{ name: 'postgres', create: openPostgresTestStore }] : []),
+  ...ormStoreFactories,
 ];
 
 /** The durable test operation: `Executor.start` accepts it, a worker would carry it out. */

@@ -1,0 +1,131 @@
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
+import type {
+  SqlConnection,
+  SqlDialect,
+  SqlDriver,
+  SqlStatement,
+  SqlTransactionOptions,
+  SqlValue,
+} from '../../adapters/sql/sql-driver.js';
+import type { MaybePromise, SignalOption } from '../../ports/maybe-async.js';
+import { isPgDriverError, pgOrmDriver, type PgOrmOptions } from '../shared/pg-orm-driver.js';
+import { isSqliteBusy } from '../../adapters/sqlite/sqlite-errors.js';
+import { systemClock } from '../../core/clock.js';
+import { sqliteDriverError, translateSqliteOrmError } from '../shared/sqlite-orm-errors.js';
+
+/** Runs one of Idem's statements through Kysely, on the database or in a transaction. */
+async function execute(on: Kysely<unknown>, text: string, params: readonly SqlValue[]) {
+  const result = await on.executeQuery<unknown>(CompiledQuery.raw(text, [...params]));
+  return { rows: result.rows as unknown[], rowCount: Number(result.numAffectedRows ?? 0) };
+}
+
+function connection(on: Kysely<unknown>): SqlConnection {
+  return {
+    all: async <Row>(statement: SqlStatement, params: readonly SqlValue[]) =>
+      (await execute(on, statement.text, params)).rows as Row[],
+    run: async (statement: SqlStatement, params: readonly SqlValue[]) =>
+      (await execute(on, statement.text, params)).rowCount,
+  };
+}
+
+/** Kysely on PostgreSQL (PostgresDialect): Kysely passes node-postgres errors through unwrapped. */
+export function kyselyPostgresDriver<DB>(
+  db: Kysely<DB>,
+  dialect: SqlDialect,
+  options: PgOrmOptions = {},
+): SqlDriver<Transaction<DB>> {
+  return pgOrmDriver<Kysely<DB>, Transaction<DB>>(
+    {
+      engine: 'kysely:postgres',
+      db,
+      query: (on, text, params) => execute(on as Kysely<unknown>, text, params),
+      transaction: (body) => db.transaction().execute(body),
+      driverError: (error) => (isPgDriverError(error) ? error : undefined),
+    },
+    dialect,
+    options,
+  );
+}
+
+/**
+ * The first statement of each write transaction: Kysely's SqliteDialect issues a deferred BEGIN,
+ * and a write that changes nothing takes SQLite's write lock at once (waiting in the database's
+ * `busy_timeout`), as BEGIN IMMEDIATE would, so that the reads after it cannot meet
+ * SQLITE_BUSY_SNAPSHOT when they upgrade. Before the first migration the table is not there yet;
+ * the migration's own first write then takes the lock.
+ */
+const TAKE_WRITE_LOCK = CompiledQuery.raw('DELETE FROM idem_tombstones WHERE 0');
+
+/** Options of the SQLite driver: how long a write transaction waits for the write lock. */
+export interface KyselySqliteOptions {
+  /** Beyond this wait for SQLite's write lock the call answers `busy`. Default 5000 ms. */
+  lockTimeoutMs?: number;
+}
+
+/**
+ * Kysely on SQLite (SqliteDialect on better-sqlite3), one connection serialized by Kysely. The
+ * wait for the write lock is asynchronous (kyselyStore sets the database's `busy_timeout` to 0):
+ * better-sqlite3 would otherwise wait in its busy handler blocking the event loop, and with it a
+ * transaction of this process that holds the lock on another connection.
+ */
+export function kyselySqliteDriver<DB>(
+  db: Kysely<DB>,
+  dialect: SqlDialect,
+  path?: string,
+  options: KyselySqliteOptions = {},
+): SqlDriver<Transaction<DB>> {
+  const on = db as unknown as Kysely<unknown>;
+  // Waiting for another connection takes real time, whatever clock the store's records use.
+  const clock = systemClock;
+  const lockTimeoutMs = options.lockTimeoutMs ?? 5000;
+  return {
+    dialect,
+    capabilities: {
+      engine: 'kysely:sqlite',
+      synchronous: false,
+      optimisticInsert: false,
+      multiProcess: true,
+      durable: true,
+    },
+    sweepPacing: { blocksWriters: true },
+    async read<T>(body: (conn: SqlConnection) => MaybePromise<T>, signal: SignalOption = {}): Promise<T> {
+      signal.signal?.throwIfAborted();
+      try {
+        return await body(connection(on));
+      } catch (error) {
+        throw translateSqliteOrmError(error, path);
+      }
+    },
+    async transaction<T>(
+      body: (conn: SqlConnection, tx: Transaction<DB>, contended: boolean) => MaybePromise<T>,
+      txOptions: SqlTransactionOptions = {},
+    ): Promise<T> {
+      const started = clock.monotonic();
+      for (let attempt = 0; ; attempt += 1) {
+        txOptions.signal?.throwIfAborted();
+        let locked = false;
+        try {
+          return await db.transaction().execute(async (tx) => {
+            await tx.executeQuery(TAKE_WRITE_LOCK).catch((error: unknown) => {
+              if (!/no such table/i.test(String((error as { message?: unknown } | null)?.message)))
+                throw error;
+            });
+            locked = true;
+            // SQLite's write lock covers every identity: nobody else was in (contended is false).
+            return body(connection(tx as unknown as Kysely<unknown>), tx, false);
+          });
+        } catch (error) {
+          // Not yet holding the lock, and another connection does: wait without blocking, bounded.
+          const elapsed = clock.monotonic() - started;
+          if (!locked && isSqliteBusy(sqliteDriverError(error)) && elapsed < lockTimeoutMs) {
+            const pause = Math.min(50, 1 + 2 ** attempt) * (0.5 + Math.random() / 2);
+            await clock.sleep(Math.min(pause, Math.max(1, lockTimeoutMs - elapsed)), txOptions);
+            continue;
+          }
+          throw translateSqliteOrmError(error, path);
+        }
+      }
+    },
+    close: async () => undefined,
+  };
+}

@@ -1,0 +1,163 @@
+import { systemClock } from '../../core/clock.js';
+import { isIdemError } from '../../core/errors.js';
+import { identityLockKey } from '../../adapters/postgres/call-statements.js';
+import {
+  isConnectionLoss,
+  isRetryableInAdapter,
+  sqlState,
+  translatePgError,
+} from '../../adapters/postgres/postgres-errors.js';
+import type {
+  SqlConnection,
+  SqlDialect,
+  SqlDriver,
+  SqlStatement,
+  SqlTransactionOptions,
+  SqlValue,
+} from '../../adapters/sql/sql-driver.js';
+import type { MaybePromise, SignalOption } from '../../ports/maybe-async.js';
+
+/** Options every PostgreSQL integration takes (Kysely, Drizzle, Prisma). */
+export interface PgOrmOptions {
+  /** `lock_timeout` of each write transaction: beyond it the call answers `busy`. Default 5000 ms. */
+  lockTimeoutMs?: number;
+  /** Re-runs of a transaction after a serialization failure or deadlock (40001, 40P01). Default 5. */
+  maxRetries?: number;
+}
+
+/** What one ORM supplies: its way to run a statement and a transaction, and to unwrap its errors. */
+export interface PgOrm<Db, Tx> {
+  /** A short name for logs and errors, e.g. `kysely:postgres`. */
+  readonly engine: string;
+  /** The application's database handle, used for Idem's reads outside a transaction. */
+  readonly db: Db;
+  /**
+   * Runs `text` (with `$1`... placeholders) on the database or in the transaction. `want`: whether
+   * the caller reads the rows (`all`) or the number of rows changed (`run`); an ORM whose raw API
+   * has one call for each (Prisma) picks by it, others may return both.
+   */
+  query(
+    on: Db | Tx,
+    text: string,
+    params: readonly SqlValue[],
+    want: 'rows' | 'count',
+  ): Promise<{ rows: unknown[]; rowCount: number }>;
+  /** One ORM transaction: BEGIN, `body`, COMMIT when it resolves, ROLLBACK when it throws. */
+  transaction<T>(body: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * The node-postgres-shaped error (`code` a SQLSTATE, or a socket error) under the ORM's wrapper,
+   * or undefined when `error` is not a database error (the application's own, passed on unchanged).
+   */
+  driverError(error: unknown): unknown;
+}
+
+/**
+ * A SqlDriver over an ORM on PostgreSQL, written once for all of them: each transaction sets its
+ * `lock_timeout` and takes the identity's advisory lock in its first statement, re-runs after a
+ * serialization failure or deadlock, and reports a connection lost after the body returned (during
+ * COMMIT) as `outcome_unknown`.
+ */
+export function pgOrmDriver<Db, Tx>(
+  orm: PgOrm<Db, Tx>,
+  dialect: SqlDialect,
+  options: PgOrmOptions = {},
+): SqlDriver<Tx> {
+  const lockTimeout = String(Math.max(1, Math.round(options.lockTimeoutMs ?? 5000)));
+  const maxRetries = options.maxRetries ?? 5;
+  // Backing off from another transaction takes real time, whatever clock the records use.
+  const clock = systemClock;
+  const connection = (on: Db | Tx): SqlConnection => ({
+    all: async <Row>(statement: SqlStatement, params: readonly SqlValue[]) =>
+      (await orm.query(on, statement.text, params, 'rows')).rows as Row[],
+    run: async (statement: SqlStatement, params: readonly SqlValue[]) =>
+      (await orm.query(on, statement.text, params, 'count')).rowCount,
+  });
+  /** A database error translated; anything else (the application's, an IdemError) as it is. */
+  const translate = (error: unknown, duringCommit: boolean): unknown => {
+    if (isIdemError(error)) return error;
+    const cause = orm.driverError(error);
+    return cause === undefined ? error : translatePgError(cause, { duringCommit });
+  };
+
+  return {
+    dialect,
+    capabilities: {
+      engine: orm.engine,
+      synchronous: false,
+      optimisticInsert: dialect.call.insertNew !== undefined,
+      multiProcess: true,
+      durable: true,
+    },
+    async read<T>(body: (conn: SqlConnection) => MaybePromise<T>, signal: SignalOption = {}): Promise<T> {
+      signal.signal?.throwIfAborted();
+      try {
+        return await body(connection(orm.db));
+      } catch (error) {
+        throw translate(error, false);
+      }
+    },
+    async transaction<T>(
+      body: (conn: SqlConnection, tx: Tx, contended: boolean) => MaybePromise<T>,
+      txOptions: SqlTransactionOptions = {},
+    ): Promise<T> {
+      const { lock, signal } = txOptions;
+      const key = lock === undefined ? undefined : identityLockKey(lock.identity).toString();
+      for (let attempt = 0; ; attempt += 1) {
+        signal?.throwIfAborted();
+        let returned = false;
+        try {
+          return await orm.transaction(async (tx) => {
+            // One round trip: the transaction's lock bound and the identity's lock (the select
+            // list is evaluated left to right, so the bound applies to the lock's own wait; the
+            // void of pg_advisory_xact_lock is read as a boolean, which every ORM can decode).
+            let contended = false;
+            if (key === undefined) {
+              await orm.query(tx, "SELECT set_config('lock_timeout', $1, true)", [lockTimeout], 'rows');
+            } else if (lock?.tryLock === true) {
+              const { rows } = await orm.query(
+                tx,
+                "SELECT set_config('lock_timeout', $1, true), pg_try_advisory_xact_lock($2::bigint) AS free",
+                [lockTimeout, key],
+                'rows',
+              );
+              if ((rows[0] as { free?: unknown } | undefined)?.free !== true) {
+                contended = true;
+                await orm.query(
+                  tx,
+                  'SELECT pg_advisory_xact_lock($1::bigint) IS NOT NULL AS locked',
+                  [key],
+                  'rows',
+                );
+              }
+            } else {
+              await orm.query(
+                tx,
+                "SELECT set_config('lock_timeout', $1, true), pg_advisory_xact_lock($2::bigint) IS NOT NULL AS locked",
+                [lockTimeout, key],
+                'rows',
+              );
+            }
+            const value = await body(connection(tx), tx, contended);
+            returned = true;
+            return value;
+          });
+        } catch (error) {
+          const cause = isIdemError(error) ? undefined : orm.driverError(error);
+          if (!returned && cause !== undefined && isRetryableInAdapter(cause) && attempt < maxRetries) {
+            await clock.sleep(Math.min(200, 2 * 2 ** attempt) * (0.5 + Math.random() / 2), { signal });
+            continue;
+          }
+          // After the body returned, only COMMIT can fail: a lost connection leaves the outcome unknown.
+          throw translate(error, returned && cause !== undefined && isConnectionLoss(cause));
+        }
+      }
+    },
+    // The database handle is the application's: closing it stays theirs.
+    close: async () => undefined,
+  };
+}
+
+/** True when `error` looks like a node-postgres error or a socket error: a SQLSTATE or a connection fault. */
+export function isPgDriverError(error: unknown): boolean {
+  return sqlState(error) !== undefined || isConnectionLoss(error);
+}
