@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import roomsPlugin from './scripts/eslint-rooms.mjs';
 
 const anySdk = {
   group: ['@modelcontextprotocol/*'],
@@ -57,14 +58,28 @@ export default tseslint.config(
   },
   {
     // The library outside src/mcp and src/client, and the MCP core that idem/mcp and idem/mcp-v1 share.
-    files: ['src/adapters/**', 'src/operations/**', 'src/testing/**', 'src/index.ts', 'src/mcp/*.ts'],
-    ignores: ['src/mcp/register-*.ts', 'src/mcp/index.ts'],
+    files: [
+      'src/adapters/**',
+      'src/operations/**',
+      'src/testing/**',
+      'src/index.ts',
+      'src/mcp/*.ts',
+      'src/commands/**',
+    ],
+    ignores: [
+      'src/mcp/register-*.ts',
+      'src/mcp/index.ts',
+      'src/commands/register-*.ts',
+      'src/commands/index.ts',
+    ],
     rules: { 'no-restricted-imports': ['error', { patterns: [anySdk] }] },
   },
   {
     files: [
       'src/mcp/register-*.ts',
       'src/mcp/index.ts',
+      'src/commands/register-*.ts',
+      'src/commands/index.ts',
       'src/mcp/oauth/**',
       'src/server/**',
       'src/client/**',
@@ -79,6 +94,13 @@ export default tseslint.config(
   {
     files: ['src/**'],
     rules: { 'no-console': 'error' },
+  },
+  {
+    // The library never imports the applications (src/server, src/provider, src/cli); the CLI alone
+    // imports the other two. See scripts/eslint-rooms.mjs.
+    files: ['src/**/*.ts'],
+    plugins: { idem: roomsPlugin },
+    rules: { 'idem/rooms': 'error' },
   },
   {
     files: ['test/**'],

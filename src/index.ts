@@ -2,9 +2,12 @@ export {
   IdemError,
   isIdemError,
   toIdemError,
+  isAbortReason,
   ERROR_CODES,
+  NEXT_STEPS,
   storageCauseOf,
   type ErrorCode,
+  type NextStep,
   type IdemErrorOptions,
   type StorageCause,
 } from './core/errors.js';
@@ -19,6 +22,7 @@ export { jsonLogger } from './log/json-logger.js';
 export { toLogger, type LoggerOption, type PinoLike, type ConsoleLike } from './log/to-logger.js';
 export { FaultPoints, type FaultPoint, type FaultAction } from './core/fault-points.js';
 export { DEFAULT_SWEEP_BATCH_BUDGET_MS, DEFAULT_SWEEP_MAX_DUTY } from './core/batch-sizer.js';
+export { DEFAULT_TOMBSTONE_TTL_MS } from './core/tombstone-ttl.js';
 export {
   Executor,
   DEFAULT_RETENTION_MS,
@@ -41,3 +45,14 @@ export {
   type AttemptStart,
   type Resolution,
 } from './operations/ledger-commands.js';
+export { SqlStore, sqlStore, type SqlStoreOptions } from './adapters/sql/sql-store.js';
+export type {
+  CallSql,
+  SqlConnection,
+  SqlDialect,
+  SqlDriver,
+  SqlStatement,
+  SqlTransactionOptions,
+  SqlValue,
+  SweepPacing,
+} from './adapters/sql/sql-driver.js';

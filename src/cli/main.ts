@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { isIdemError } from '../core/errors.js';
 import { CliError } from './cli-error.js';
-import { providerCommand } from '../provider/provider-command.js';
+import { providerCommand } from './provider-command.js';
 import { opsCommand } from './ops-command.js';
 import { workerCommand } from './worker-command.js';
 import { migrateCommand } from './migrate-command.js';

@@ -8,7 +8,8 @@ import { HTTP_HELP, HTTP_OPTIONS, httpSettings } from './http-options.js';
 import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
 import { jsonLogger } from '../log/json-logger.js';
 import { startHttpServer } from '../server/http-server.js';
-import { DEFAULT_TOMBSTONE_TTL_MS, ReferenceApp } from '../server/reference-app.js';
+import { DEFAULT_TOMBSTONE_TTL_MS } from '../core/tombstone-ttl.js';
+import { ReferenceApp } from '../server/reference-app.js';
 import { PostgresReferenceApp } from '../server/postgres-reference-app.js';
 import type { ServerApp } from '../server/server-app.js';
 import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec } from './database-options.js';
@@ -18,11 +19,13 @@ import { TokenRegistry, type Grant } from '../server/token-registry.js';
 import { CliError } from './cli-error.js';
 import { durationOption, dutyOption, intOption } from './options.js';
 import { DEFAULT_SWEEP_MAX_DUTY } from '../core/batch-sizer.js';
+import { COMMAND_HELP, COMMAND_OPTIONS, commandSettings, prepareCommandOutput } from './command-options.js';
 
 export const SERVE_HELP = `Usage: idem serve [options]
 
 Runs the reference MCP server (create_note, get_note, list_notes, start_deployment, get_operation,
-cancel_operation) on SQLite (default) or PostgreSQL (several instances may share one database).
+cancel_operation; with --commands also run_command and read_command_output) on SQLite (default)
+or PostgreSQL (several instances may share one database).
 
 Options:
 ${DATABASE_HELP}
@@ -49,6 +52,7 @@ ${HTTP_HELP}
   --no-worker                do not run the worker here (run \`idem worker\` instead)
 ${WORK_HELP}
                              Without --provider-url an in-process demo provider is started.
+${COMMAND_HELP}
   -h, --help                 show this help
 
 Durations take a unit: 500ms, 5s, 2m, 24h, 30d. Logs are JSON lines on stderr.`;
@@ -74,6 +78,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
       'no-worker': { type: 'boolean', default: false },
       ...WORK_OPTIONS,
       ...HTTP_OPTIONS,
+      ...COMMAND_OPTIONS,
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -106,6 +111,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const http = httpSettings(values, values.host);
   if (values.stdio && http.oauth !== undefined)
     throw new CliError('--jwt-* options are for HTTP; over --stdio use --tokens and $IDEM_TOKEN', 2);
+  const commands = commandSettings(values, database);
   const registry =
     values.tokens === undefined ? undefined : TokenRegistry.fromFile(values.tokens, { logger });
   const stopWatchingTokens = registry?.watch() ?? (() => undefined);
@@ -130,6 +136,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
     providerUrl,
     deploymentPolicy: work.policy,
     inFlightWaitMs,
+    ...(commands === undefined ? {} : { commandHandler: commands.handler }),
   };
   let app: ServerApp;
   try {
@@ -149,6 +156,19 @@ export async function serveCommand(argv: string[]): Promise<void> {
     await embedded?.close();
     throw error;
   }
+  try {
+    prepareCommandOutput(commands);
+  } catch (error) {
+    stopWatchingTokens();
+    await embedded?.close();
+    await app.close();
+    throw error;
+  }
+  if (commands !== undefined)
+    logger.info('idem.commands', {
+      commands: [...commands.handler.commands.keys()].join(','),
+      output_dir: commands.handler.outputDir,
+    });
   if (embedded !== undefined)
     logger.info('idem.embedded_provider', { url: embedded.url, mode: work.providerMode });
   const stopWork = values['no-worker']
@@ -165,6 +185,9 @@ export async function serveCommand(argv: string[]): Promise<void> {
         leaseMs: work.leaseMs,
         pollIntervalMs: work.pollIntervalMs,
         outboxMaxAttempts: work.outboxMaxAttempts,
+        ...(commands === undefined
+          ? {}
+          : { commandHandler: commands.handler, commandWorkers: commands.workers }),
       });
   const stopSweeper = startSweeper(app.store, {
     intervalMs: sweepIntervalMs,

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_SWEEP_MAX_DUTY } from '../core/batch-sizer.js';
 import { systemClock } from '../core/clock.js';
 import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
-import { DEFAULT_TOMBSTONE_TTL_MS } from '../server/reference-app.js';
+import { DEFAULT_TOMBSTONE_TTL_MS } from '../core/tombstone-ttl.js';
 import { durationOption, dutyOption, intOption } from './options.js';
 import { DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
 

@@ -9,6 +9,7 @@ import { armTestFaults } from './test-faults.js';
 import { durationOption } from './options.js';
 import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
 import { WORK_HELP, WORK_OPTIONS, workSettings } from './work-options.js';
+import { COMMAND_HELP, COMMAND_OPTIONS, commandSettings, prepareCommandOutput } from './command-options.js';
 
 export const WORKER_HELP = `Usage: idem worker --provider-url URL [options]
 
@@ -20,6 +21,8 @@ Options:
 ${DATABASE_HELP}
   --retention DUR            how long final records replay (default 24h)
 ${WORK_HELP}
+${COMMAND_HELP}
+                             (the same file as the servers'; this worker then runs run_command)
   -h, --help                 show this help`;
 
 export async function workerCommand(argv: string[]): Promise<void> {
@@ -29,6 +32,7 @@ export async function workerCommand(argv: string[]): Promise<void> {
       ...DATABASE_OPTIONS,
       retention: { type: 'string' },
       ...WORK_OPTIONS,
+      ...COMMAND_OPTIONS,
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -41,11 +45,18 @@ export async function workerCommand(argv: string[]): Promise<void> {
   if (settings.providerUrl === undefined) throw new CliError('idem worker needs --provider-url', 2);
   const retentionMs =
     values.retention === undefined ? DEFAULT_RETENTION_MS : durationOption('--retention', values.retention);
+  const commands = commandSettings(values, databaseSpec(values));
   const logger = jsonLogger();
   const faults = new FaultPoints();
   armTestFaults(faults, logger);
   const opened = await openStore(databaseSpec(values), { logger });
   const { store } = opened;
+  try {
+    prepareCommandOutput(commands);
+  } catch (error) {
+    await opened.close();
+    throw error;
+  }
   const stop = startBackgroundWork({
     store,
     faults,
@@ -58,6 +69,7 @@ export async function workerCommand(argv: string[]): Promise<void> {
     leaseMs: settings.leaseMs,
     pollIntervalMs: settings.pollIntervalMs,
     outboxMaxAttempts: settings.outboxMaxAttempts,
+    ...(commands === undefined ? {} : { commandHandler: commands.handler, commandWorkers: commands.workers }),
   });
   logger.info('idem.worker_started', {
     db: databaseSpec(values).label,

@@ -6,6 +6,7 @@ import {
   SdkHttpError,
   UnauthorizedError,
 } from '@modelcontextprotocol/client';
+import type { ToolErrorCode } from './tool-error-codes.js';
 import type { ToolError } from './tool-reply.js';
 
 /**
@@ -28,14 +29,28 @@ export function classifyFailure(error: unknown): FailureKind {
   // SdkHttpError extends SdkError: the HTTP status decides before the SDK's own code does.
   if (error instanceof SdkHttpError) {
     const status = error.status;
-    if (RETRYABLE_HTTP.has(status)) return transient(`http_${status}`, message, false);
+    if (RETRYABLE_HTTP.has(status)) {
+      return {
+        kind: 'transient',
+        error: { code: 'http_error', message, retryable: true, httpStatus: status },
+        closed: false,
+      };
+    }
     if (status === 413) {
       // Refused before it reached a tool: nothing was done, and the same request will be refused again.
       const refusal = `the server refused the request as too large (HTTP 413); nothing was done: ${message}`;
       return { kind: 'definitive', error: { code: 'invalid_argument', message: refusal, retryable: false } };
     }
-    const code = status === 401 || status === 403 ? 'forbidden' : `http_${status}`;
-    return { kind: 'definitive', error: { code, message, retryable: false } };
+    if (status === 401 || status === 403) {
+      return {
+        kind: 'definitive',
+        error: { code: 'forbidden', message, retryable: false, httpStatus: status },
+      };
+    }
+    return {
+      kind: 'definitive',
+      error: { code: 'http_error', message, retryable: false, httpStatus: status },
+    };
   }
   if (error instanceof UnauthorizedError) {
     return { kind: 'definitive', error: { code: 'forbidden', message, retryable: false } };
@@ -52,7 +67,7 @@ export function classifyFailure(error: unknown): FailureKind {
       default:
         // The request may have reached the server (an unexpected content type from a proxy, a
         // result the SDK could not parse): unknown, and a retry with the same key is safe.
-        return transient('error', message, false);
+        return transient('transport_error', message, false);
     }
   }
   if (error instanceof ProtocolError) {
@@ -63,10 +78,10 @@ export function classifyFailure(error: unknown): FailureKind {
   if (isNetworkError(error)) return transient('network', message, false);
   // Anything else: we cannot tell whether the request reached the server, so the outcome is unknown
   // and a retry with the same key (which cannot act twice) is the honest next step.
-  return transient('error', message, false);
+  return transient('transport_error', message, false);
 }
 
-function transient(code: string, message: string, closed: boolean): FailureKind {
+function transient(code: ToolErrorCode, message: string, closed: boolean): FailureKind {
   return { kind: 'transient', error: { code, message, retryable: true }, closed };
 }
 

@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import { attemptTimeout } from '../core/retry-policy.js';
 import type { AttemptResult } from './call-with-timeout.js';
-import type { IntentRun } from './idem-client.js';
+import type { IntentRun } from './intent-run.js';
 import type { OutcomeFields, UnknownReason } from './intent-outcome.js';
 import { isPlainObject, replyError, stringField } from './tool-reply.js';
 

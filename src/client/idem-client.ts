@@ -10,6 +10,7 @@ import type { McpClient } from './connect-target.js';
 import { IntentJournal, type JournalIntent } from './intent-journal.js';
 import type { IntentOutcome, OutcomeFields, UnknownReason } from './intent-outcome.js';
 import { followOperation } from './follow-operation.js';
+import type { IntentRun } from './intent-run.js';
 import { replyVerdict } from './reply-verdict.js';
 import type { ToolError } from './tool-reply.js';
 
@@ -55,17 +56,6 @@ export interface ResumeOptions {
   policy?: Partial<RetryPolicy>;
   /** Needed only for an intent recorded without its arguments and not yet given an operation id. */
   args?: Record<string, unknown>;
-}
-
-/** Mutable bookkeeping of one run of one intent. */
-export interface IntentRun {
-  readonly intent: JournalIntent;
-  readonly policy: RetryPolicy;
-  readonly started: number;
-  readonly signal: AbortSignal | undefined;
-  attempts: number;
-  operationId: string | undefined;
-  lastError: ToolError | undefined;
 }
 
 const INTENT_ID = /^[\x20-\x7e]{1,200}$/;

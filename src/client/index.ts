@@ -14,7 +14,13 @@ export {
 } from './intent-journal.js';
 export type { IntentOutcome, UnknownReason } from './intent-outcome.js';
 export type { ToolError, ToolReply } from './tool-reply.js';
-export { readToolReply } from './tool-reply.js';
+export { readToolReply, errorLabel } from './tool-reply.js';
+export {
+  TOOL_ERROR_CODES,
+  CLIENT_FAILURE_CODES,
+  isToolErrorCode,
+  type ToolErrorCode,
+} from './tool-error-codes.js';
 export {
   connectTarget,
   type McpTarget,

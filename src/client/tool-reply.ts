@@ -1,3 +1,5 @@
+import { isToolErrorCode, type ToolErrorCode } from './tool-error-codes.js';
+
 /**
  * What a tool call answered, read the same way for Idem servers and for any other MCP server:
  * the `structuredContent` object, or else the first text block parsed as a JSON object, or else
@@ -13,11 +15,22 @@ export interface ToolReply {
 
 /** A coded error as a tool reported it (`error` in Idem's result shape) or as the client saw it. */
 export interface ToolError {
-  /** An Idem error code (`payload_conflict`, `busy`, …) or a client-side one (`timeout`, `cancelled`, …). */
-  readonly code: string;
+  /** One of TOOL_ERROR_CODES: Idem's (`payload_conflict`, `busy`, …) or the client's (`timeout`, …). */
+  readonly code: ToolErrorCode;
   readonly message: string;
   readonly retryable: boolean;
   readonly retryAfterMs?: number;
+  /** For `http_error`: the HTTP status. */
+  readonly httpStatus?: number;
+  /** For `tool_error`: the code the server sent, when it is not one of TOOL_ERROR_CODES. */
+  readonly serverCode?: string;
+}
+
+/** A code for a log line or a table: the server's own code, `http_<status>`, or `code` itself. */
+export function errorLabel(error: ToolError): string {
+  if (error.serverCode !== undefined) return error.serverCode;
+  if (error.code === 'http_error' && error.httpStatus !== undefined) return `http_${error.httpStatus}`;
+  return error.code;
 }
 
 export function readToolReply(result: unknown): ToolReply {
@@ -71,8 +84,10 @@ export function replyError(content: Record<string, unknown>): ToolError | undefi
   const error = content.error;
   if (!isPlainObject(error) || typeof error.code !== 'string') return undefined;
   const retryAfter = error.retry_after_ms;
+  const known = isToolErrorCode(error.code);
   return {
-    code: error.code,
+    code: known ? (error.code as ToolErrorCode) : 'tool_error',
+    ...(known ? {} : { serverCode: error.code }),
     message: typeof error.message === 'string' ? error.message : error.code,
     retryable: error.retryable === true,
     ...(typeof retryAfter === 'number' && Number.isFinite(retryAfter) && retryAfter >= 0

@@ -12,10 +12,22 @@ export const ERROR_CODES = [
   'unavailable',
   'in_progress',
   'outcome_unknown',
+  'aborted',
   'internal',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/**
+ * What a caller can do next, as a fact that the front end puts in its own words (the MCP layer
+ * names its status tool and the operators' command): `follow_operation`, read the operation by its
+ * id (a retry with the same key is safe too); `operator_settles`, an operator must establish whether
+ * the action took effect and settle the operation; `new_key`, nothing was done and trying again is a
+ * new action with a new key. The executor states it; it never writes a tool's name.
+ */
+export const NEXT_STEPS = ['follow_operation', 'operator_settles', 'new_key'] as const;
+
+export type NextStep = (typeof NEXT_STEPS)[number];
 
 /** Whether a caller may retry the same call unchanged, per code, unless an error says otherwise. */
 const RETRYABLE_BY_DEFAULT: Record<ErrorCode, boolean> = {
@@ -30,6 +42,8 @@ const RETRYABLE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   unavailable: false,
   in_progress: true,
   outcome_unknown: false,
+  // The caller's own signal ended the call before anything committed: the same call may be sent again.
+  aborted: true,
   internal: false,
 };
 
@@ -38,8 +52,10 @@ export interface IdemErrorOptions {
   /** A hint for when a retry may succeed, in milliseconds. */
   retryAfterMs?: number;
   operationId?: string;
-  /** What the caller should do next, in one sentence a model can follow. */
+  /** What the caller should do next, in one sentence a model can follow. Wins over `nextStep`. */
   nextAction?: string;
+  /** What the caller should do next as a fact (with `operationId`), for the front end to word. */
+  nextStep?: NextStep;
   cause?: unknown;
 }
 
@@ -99,6 +115,7 @@ export class IdemError extends Error {
   readonly retryAfterMs: number | undefined;
   readonly operationId: string | undefined;
   readonly nextAction: string | undefined;
+  readonly nextStep: NextStep | undefined;
 
   constructor(code: ErrorCode, message: string, options: IdemErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -107,6 +124,7 @@ export class IdemError extends Error {
     this.retryAfterMs = options.retryAfterMs;
     this.operationId = options.operationId;
     this.nextAction = options.nextAction;
+    this.nextStep = options.nextStep;
   }
 }
 
@@ -121,8 +139,26 @@ export function isIdemError(value: unknown): value is IdemError {
   );
 }
 
-/** Wraps anything thrown into an IdemError, keeping IdemErrors as they are. */
-export function toIdemError(value: unknown, message = 'internal error'): IdemError {
+/**
+ * True when `value` is how an abort surfaces: the reason of `signal` once it aborted, or an error
+ * named `AbortError` (a signal's default reason, `throwIfAborted()`, Node's own aborted APIs).
+ */
+export function isAbortReason(value: unknown, signal?: AbortSignal): boolean {
+  if (signal?.aborted === true && value === signal.reason) return true;
+  return typeof value === 'object' && value !== null && (value as { name?: unknown }).name === 'AbortError';
+}
+
+/**
+ * Wraps anything thrown into an IdemError, keeping IdemErrors as they are. An abort (see
+ * isAbortReason; pass the call's `signal` so that a reason of your own is recognised too) becomes
+ * `aborted`, never `internal`: it says nothing about the tool or the storage.
+ */
+export function toIdemError(value: unknown, message = 'internal error', signal?: AbortSignal): IdemError {
   if (isIdemError(value)) return value;
+  if (isAbortReason(value, signal)) {
+    return new IdemError('aborted', 'the call was aborted by its caller before it completed', {
+      cause: value,
+    });
+  }
   return new IdemError('internal', message, { cause: value });
 }

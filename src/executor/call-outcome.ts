@@ -1,4 +1,4 @@
-import { ERROR_CODES, IdemError, type ErrorCode } from '../core/errors.js';
+import { ERROR_CODES, IdemError, type ErrorCode, type NextStep } from '../core/errors.js';
 import type { JsonObject } from '../core/json.js';
 import type { OperationRecord } from '../core/operation-record.js';
 
@@ -13,6 +13,8 @@ export type CallOutcome =
       readonly replayed: boolean;
       readonly operationId: string;
       readonly attemptId: string;
+      /** What the caller does next (an accepted or cancelled operation); the front end words it. */
+      readonly nextStep?: NextStep;
     }
   | {
       readonly ok: false;
@@ -21,12 +23,11 @@ export type CallOutcome =
       readonly status?: OutcomeStatus;
     };
 
-/** How to follow an operation: the sentence every unfinished or uncertain result carries. */
-export function followUp(operationId: string): string {
-  return `Call get_operation with operation_id ${operationId} to see its state; retrying with the same idempotency_key and arguments is also safe.`;
-}
-
-/** What a caller is told about an operation in its current state. */
+/**
+ * What a caller is told about an operation in its current state: facts only. An unfinished or
+ * uncertain operation carries a `nextStep` (and its id) instead of a sentence; the MCP layer words it
+ * with its own tool names (src/mcp/follow-up.ts), so nothing here names a tool or a command.
+ */
 export function outcomeOf(record: OperationRecord, replayed: boolean, attemptId: string): CallOutcome {
   const operationId = record.operationId;
   switch (record.status) {
@@ -45,23 +46,23 @@ export function outcomeOf(record: OperationRecord, replayed: boolean, attemptId:
     case 'cancelled':
       return {
         ok: true,
-        result: {
-          status: 'cancelled',
-          operation_id: operationId,
-          next_action: 'Nothing was done. Use a new idempotency_key to try again.',
-        },
+        // A handler that stopped its effect on request (a command) stored what it had done so far.
+        result: record.result ?? { status: 'cancelled', operation_id: operationId },
         replayed,
         operationId,
         attemptId,
+        // "Nothing was done" holds only when the worker stored no account of what was.
+        ...(record.result === undefined ? { nextStep: 'new_key' as const } : {}),
       };
     case 'accepted':
       if (!replayed) {
         return {
           ok: true,
-          result: { status: 'accepted', operation_id: operationId, next_action: followUp(operationId) },
+          result: { status: 'accepted', operation_id: operationId },
           replayed,
           operationId,
           attemptId,
+          nextStep: 'follow_operation',
         };
       }
     // falls through: a retry of an operation that has not finished reports it as running
@@ -74,7 +75,7 @@ export function outcomeOf(record: OperationRecord, replayed: boolean, attemptId:
         error: new IdemError('in_progress', `operation ${operationId} is still ${record.status}`, {
           operationId,
           retryAfterMs: 1000,
-          nextAction: followUp(operationId),
+          nextStep: 'follow_operation',
         }),
       };
     case 'failed':
@@ -103,9 +104,9 @@ export function outcomeOf(record: OperationRecord, replayed: boolean, attemptId:
           {
             operationId,
             retryable: false,
-            nextAction:
-              record.error?.nextAction ??
-              `An operator must check whether the action took effect and settle operation ${operationId} (idem ops resolve).`,
+            // The handler's own sentence (what to check at the provider) wins when there is one.
+            ...(record.error?.nextAction === undefined ? {} : { nextAction: record.error.nextAction }),
+            nextStep: 'operator_settles',
           },
         ),
       };

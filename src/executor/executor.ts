@@ -275,7 +275,11 @@ export class Executor<App> {
       }
       throw outcome.decision.error;
     } catch (error) {
-      const idemError = toIdemError(error, 'the operation failed and was rolled back; nothing was committed');
+      const idemError = toIdemError(
+        error,
+        'the operation failed and was rolled back; nothing was committed',
+        request.signal,
+      );
       if (failure !== undefined && idemError.code === 'internal') {
         // The application's own code failed: say so, and where its details are, never what they are.
         const where = operationId === undefined ? `attempt ${attemptId}` : `operation ${operationId}`;

@@ -34,6 +34,13 @@ export {
   type IdemToolResult,
 } from './tool-result.js';
 export { idempotencyInstructions, humanDuration } from './tool-description.js';
+export {
+  followUpText,
+  nextActionOf,
+  DEFAULT_STATUS_TOOL,
+  DEFAULT_OPERATOR_HINT,
+  type FollowUpNames,
+} from './follow-up.js';
 export { principalFromAuthInfo, type AuthInfoLike } from './principal.js';
 export {
   attachAuthInfo,

@@ -13,6 +13,7 @@ import {
 import type { EffectContext, EffectResult } from '../executor/effect.js';
 import { advertisedSchema } from './advertised-schema.js';
 import { objectSchema, type ArgsOf, type IdemTool, type ToolInput } from './idem-tool.js';
+import { DEFAULT_STATUS_TOOL, type FollowUpNames } from './follow-up.js';
 import { idempotencyInstructions } from './tool-description.js';
 import { errorContent, idemResultSchema, outcomeResult, toolResult } from './tool-result.js';
 import { validateArguments } from './validate-arguments.js';
@@ -53,6 +54,16 @@ interface ToolDefinition<Input extends ToolInput> {
    * description; omitted, it says "the server's tombstone retention".
    */
   readonly tombstoneRetentionMs?: number;
+  /**
+   * The read tool that reports an operation by `operation_id`, named in the description and in the
+   * `next_action` of unfinished and uncertain results. Default `get_operation`.
+   */
+  readonly statusTool?: string;
+  /**
+   * How your operators settle an operation whose outcome is unknown, named in parentheses in that
+   * result's `next_action`. Default `idem ops resolve`; an empty string leaves it out.
+   */
+  readonly operatorHint?: string;
 }
 
 export interface IdempotentToolConfig<App, Input extends ToolInput> extends ToolDefinition<Input> {
@@ -107,6 +118,10 @@ function mutatingTool<App, Input extends ToolInput>(
 ): IdemTool {
   Executor.validate(config);
   const retentionMs = config.retentionMs ?? DEFAULT_RETENTION_MS;
+  const names: FollowUpNames = {
+    ...(config.statusTool === undefined ? {} : { statusTool: config.statusTool }),
+    ...(config.operatorHint === undefined ? {} : { operatorHint: config.operatorHint }),
+  };
   // safeExtend keeps the caller's object-level refinements; strict rejects any other field.
   const strict = objectSchema(config.inputSchema)
     .safeExtend({ workspace: workspaceField, idempotency_key: idempotencyKeyField })
@@ -114,7 +129,7 @@ function mutatingTool<App, Input extends ToolInput>(
   return {
     name: config.name,
     ...(config.title === undefined ? {} : { title: config.title }),
-    description: `${config.description}\n\n${idempotencyInstructions(retentionMs, 'get_operation', config.tombstoneRetentionMs)}`,
+    description: `${config.description}\n\n${idempotencyInstructions(retentionMs, config.statusTool ?? DEFAULT_STATUS_TOOL, config.tombstoneRetentionMs)}`,
     inputSchema: advertisedSchema(strict),
     argumentsSchema: strict,
     outputSchema: idemResultSchema,
@@ -136,7 +151,7 @@ function mutatingTool<App, Input extends ToolInput>(
         args: args as ToolArgs<Input>,
         ...(context.signal === undefined ? {} : { signal: context.signal }),
       });
-      const result = outcomeResult(outcome);
+      const result = outcomeResult(outcome, names);
       executor.faults.hit('before_reply');
       return result;
     },

@@ -60,7 +60,7 @@ export function readTool<Input extends ToolInput>(config: ReadToolConfig<Input>)
         };
         return toolResult(await config.handler(parsed.value as ArgsOf<Input>, context.principal, read));
       } catch (error) {
-        return toolResult(errorContent(toIdemError(error)), true);
+        return toolResult(errorContent(toIdemError(error, undefined, context.signal)), true);
       }
     },
   };

@@ -1,3 +1,5 @@
+import { DEFAULT_STATUS_TOOL } from './follow-up.js';
+
 /** Renders a duration for a model to read: "24 hours", "90 minutes", "45 seconds". */
 export function humanDuration(ms: number): string {
   const units: [number, string][] = [
@@ -24,7 +26,7 @@ export function humanDuration(ms: number): string {
  */
 export function idempotencyInstructions(
   retentionMs: number,
-  statusTool = 'get_operation',
+  statusTool = DEFAULT_STATUS_TOOL,
   tombstoneMs?: number,
 ): string {
   const window = humanDuration(retentionMs);

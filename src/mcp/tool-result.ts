@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode, type IdemError } from '../core/errors.js';
 import type { JsonObject } from '../core/json.js';
 import type { CallOutcome } from '../executor/executor.js';
+import { followUpText, nextActionOf, type FollowUpNames } from './follow-up.js';
 
 export const RESULT_STATUSES = [
   'succeeded',
@@ -56,11 +57,19 @@ const STATUS_BY_CODE: Record<ErrorCode, (typeof RESULT_STATUSES)[number]> = {
   unavailable: 'rejected',
   in_progress: 'running',
   outcome_unknown: 'outcome_unknown',
+  aborted: 'rejected',
   internal: 'failed',
 };
 
-/** The structured form of an error, as it goes on the wire. */
-export function errorContent(error: IdemError, status?: (typeof RESULT_STATUSES)[number]): JsonObject {
+/**
+ * The structured form of an error, as it goes on the wire. `next_action` is the error's own sentence,
+ * or its next step worded with `names` (default: `get_operation`, `idem ops resolve`).
+ */
+export function errorContent(
+  error: IdemError,
+  status?: (typeof RESULT_STATUSES)[number],
+  names?: FollowUpNames,
+): JsonObject {
   const body: JsonObject = {
     status: status ?? STATUS_BY_CODE[error.code],
     error: {
@@ -71,7 +80,8 @@ export function errorContent(error: IdemError, status?: (typeof RESULT_STATUSES)
     },
   };
   if (error.operationId !== undefined) body.operation_id = error.operationId;
-  if (error.nextAction !== undefined) body.next_action = error.nextAction;
+  const nextAction = nextActionOf(error, names);
+  if (nextAction !== undefined) body.next_action = nextAction;
   return body;
 }
 
@@ -84,8 +94,18 @@ export function toolResult(content: JsonObject, isError = false): IdemToolResult
   };
 }
 
-/** Maps an executor outcome to the wire: the stored result plus `replayed`, or a coded error. */
-export function outcomeResult(outcome: CallOutcome): IdemToolResult {
-  if (outcome.ok) return toolResult({ ...outcome.result, replayed: outcome.replayed });
-  return toolResult(errorContent(outcome.error, outcome.status), true);
+/**
+ * Maps an executor outcome to the wire: the stored result plus `replayed` (and, for an accepted or
+ * cancelled operation, `next_action` worded with `names`), or a coded error.
+ */
+export function outcomeResult(outcome: CallOutcome, names?: FollowUpNames): IdemToolResult {
+  if (outcome.ok) {
+    const content: JsonObject = { ...outcome.result };
+    if (outcome.nextStep !== undefined && !('next_action' in content)) {
+      content.next_action = followUpText(outcome.nextStep, outcome.operationId, names);
+    }
+    content.replayed = outcome.replayed;
+    return toolResult(content);
+  }
+  return toolResult(errorContent(outcome.error, outcome.status, names), true);
 }

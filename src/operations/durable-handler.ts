@@ -1,5 +1,7 @@
+import type { ErrorCode } from '../core/errors.js';
 import type { JsonObject } from '../core/json.js';
 import type { OperationRecord } from '../core/operation-record.js';
+import type { RetryPolicy } from '../core/retry-policy.js';
 
 /**
  * What the external system offers to settle an attempt whose outcome is unknown:
@@ -24,6 +26,12 @@ export interface HandlerCallContext {
   readonly timeoutMs: number;
   /** Aborted when the worker loses its lease; the call must give up promptly. */
   readonly signal: AbortSignal;
+  /**
+   * Only for a handler with `watchesCancel: true`, and only in `dispatch`: aborted once a cancel
+   * request is observed while the call runs. The handler may stop its effect and answer
+   * `cancelled`, or finish and answer what really happened.
+   */
+  readonly cancelSignal?: AbortSignal;
 }
 
 /** The effect happened: the resource it made, and business fields for the stored result. */
@@ -42,7 +50,11 @@ export interface Applied {
  * - `rejected`: not applied and never will be for these arguments (not retried); `code` is the
  *   stored error code (`forbidden` or `invalid_argument`);
  * - `throttled`: not applied, may be later (`retryAfterMs` if the system said when);
- * - `ambiguous`: may or may not have been applied.
+ * - `ambiguous`: may or may not have been applied;
+ * - `failed`: the effect ran and ended without success (e.g. a command's non-zero exit): final,
+ *   never retried; `message` becomes the stored error and `evidence` the stored result;
+ * - `cancelled`: the handler stopped its effect because of a cancel request (`cancelSignal`)
+ *   before it ended by itself; `evidence` becomes the stored result.
  * `reason` and `detail` strings are short and body-free: they go into logs and attempt rows.
  */
 export type DispatchOutcome =
@@ -54,7 +66,15 @@ export type DispatchOutcome =
       readonly reason: string;
     }
   | { readonly kind: 'throttled'; readonly status: number; readonly retryAfterMs?: number }
-  | { readonly kind: 'ambiguous'; readonly reason: string };
+  | { readonly kind: 'ambiguous'; readonly reason: string }
+  | {
+      readonly kind: 'failed';
+      readonly code: ErrorCode;
+      readonly reason: string;
+      readonly message: string;
+      readonly evidence?: JsonObject;
+    }
+  | { readonly kind: 'cancelled'; readonly evidence?: JsonObject };
 
 /**
  * What a reconciliation established: the effect exists (`created`), it does not (`absent`), nothing
@@ -90,6 +110,18 @@ export interface DurableHandler {
    * the client is gone.
    */
   readonly landingMs?: number;
+  /**
+   * The recovery mode of one operation, when it depends on its arguments (a command declared
+   * rerunnable or not); default `mode`.
+   */
+  modeFor?(operation: OperationRecord): RecoveryMode;
+  /** This operation kind's own budget and attempts, instead of the worker's policy. */
+  readonly policy?: RetryPolicy;
+  /**
+   * True: the worker watches the operation while `dispatch` runs and aborts `cancelSignal` when a
+   * cancel request arrives (one extra read every poll interval). Default false.
+   */
+  readonly watchesCancel?: boolean;
   dispatch(operation: OperationRecord, context: HandlerCallContext): Promise<DispatchOutcome>;
   reconcile(operation: OperationRecord, context: HandlerCallContext): Promise<ReconcileOutcome>;
   /** One sentence for `outcome_unknown`: what to check at the external system to settle it. */

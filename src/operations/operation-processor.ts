@@ -6,7 +6,13 @@ import type { OperationRecord } from '../core/operation-record.js';
 import { attemptTimeout, minAttempt, planRetry, type RetryPolicy } from '../core/retry-policy.js';
 import type { OperationsLedger } from '../ports/operations-ledger.js';
 import { startAttempt, transition } from './ledger-commands.js';
-import { providerKeyFor, type DispatchOutcome, type DurableHandler } from './durable-handler.js';
+import { CancelWatch } from './cancel-watch.js';
+import {
+  providerKeyFor,
+  type DispatchOutcome,
+  type DurableHandler,
+  type RecoveryMode,
+} from './durable-handler.js';
 import { operationBudget, stopMessage, type StopReason } from './operation-budget.js';
 import { errorMessage } from './polling-loop.js';
 import { SETTLE_FROM, type Next, type OperationWriter } from './operation-writer.js';
@@ -20,6 +26,8 @@ export interface OperationProcessorOptions {
   readonly policy: RetryPolicy;
   readonly faults: FaultPoints;
   readonly random: () => number;
+  /** How often a dispatch of a handler with `watchesCancel` re-reads its operation. Default 200. */
+  readonly cancelPollMs?: number;
 }
 
 /**
@@ -59,6 +67,13 @@ export interface OperationProcessorOptions {
  * A reconciliation uses the full attempt timeout even past the deadline: it only reads, and it is
  * the one way to learn the truth. The landing window: a request abandoned at its start + the attempt
  * timeout may still be applied for `handler.landingMs` (default: the attempt timeout) afterwards.
+ *
+ * Handlers that run a local effect to its end (commands, src/commands) add three things, each
+ * optional and inert for other handlers: `modeFor` (the mode per operation: a rerunnable command is
+ * `key`, any other `none`, so a crashed run is never started again), `policy` (their own budget
+ * instead of the worker's), and `watchesCancel` (a CancelWatch aborts `cancelSignal` while the
+ * dispatch runs). Their outcomes `failed` (ran, ended without success: final, the evidence kept as
+ * the result) and `cancelled` (stopped on request before it ended by itself) settle at once.
  */
 const FROM_ACTIVE = ['accepted', 'running'] as const;
 const FROM_WITH_CANCEL = ['accepted', 'running', 'cancel_requested'] as const;
@@ -72,19 +87,20 @@ export class OperationProcessor {
 
   async step(op: OperationRecord, handler: DurableHandler, lease: AbortSignal): Promise<Next> {
     const { writer } = this.#o;
+    const mode = modeOf(handler, op);
     if (op.dispatched) {
-      if (handler.mode === 'reference') return this.#reconcile(op, handler, lease, false);
-      if (handler.mode === 'none')
+      if (mode === 'reference') return this.#reconcile(op, handler, lease, false);
+      if (mode === 'none')
         return writer.unknown(op, handler, 'an attempt was interrupted before its outcome was known');
       // Mode key, also after a cancel request: only a resend with the same key can tell.
     } else if (op.status === 'cancel_requested') {
       return writer.cancel(op);
     }
-    const budget = operationBudget(this.#o.policy, op, this.#o.clock.now());
+    const budget = operationBudget(this.#policy(handler), op, this.#o.clock.now());
     const stop: StopReason | undefined =
       budget.remainingMs < minAttempt(budget.policy)
         ? 'deadline_exhausted'
-        : op.attemptCount >= this.#o.policy.maxAttempts
+        : op.attemptCount >= budget.policy.maxAttempts
           ? 'attempts_exhausted'
           : undefined;
     if (stop === undefined) return this.#attempt(op, handler, lease);
@@ -111,19 +127,34 @@ export class OperationProcessor {
     if (started === undefined) return writer.reread(op);
     faults.hit('before_dispatch');
     const t0 = clock.monotonic();
-    const budget = operationBudget(this.#o.policy, started, clock.now());
+    const budget = operationBudget(this.#policy(handler), started, clock.now());
+    // Only for handlers that asked: a read of the operation every cancelPollMs while it runs.
+    const watch =
+      handler.watchesCancel === true
+        ? new CancelWatch({
+            ledger,
+            clock,
+            logger,
+            operationId: op.operationId,
+            intervalMs: this.#o.cancelPollMs ?? 200,
+          })
+        : undefined;
     const context = {
       providerKey: providerKeyFor(op.operationId),
       timeoutMs: attemptTimeout(budget.policy, budget.elapsedMs),
       signal: lease,
+      ...(watch === undefined ? {} : { cancelSignal: watch.signal }),
     };
     let outcome: DispatchOutcome;
+    watch?.start();
     try {
       outcome = await handler.dispatch(started, context);
     } catch (error) {
       // A handler classifies instead of throwing; if it throws anyway, the request may have gone out.
       logger.error('op.handler_error', { ...writer.fields(started), message: errorMessage(error) });
       outcome = { kind: 'ambiguous', reason: 'handler_error' };
+    } finally {
+      await watch?.stop();
     }
     const detail = describe(outcome);
     logger.info('op.attempt', {
@@ -156,11 +187,20 @@ export class OperationProcessor {
       case 'throttled':
         await finish('retryable_failure');
         return this.#retryOrStop(started, handler, earlier, detail, outcome.retryAfterMs);
-      case 'ambiguous':
+      case 'ambiguous': {
         await finish('ambiguous');
-        if (handler.mode === 'key') return this.#retryOrStop(started, handler, true, detail);
-        if (handler.mode === 'reference') return this.#reconcile(started, handler, lease, true);
+        const mode = modeOf(handler, started);
+        if (mode === 'key') return this.#retryOrStop(started, handler, true, detail);
+        if (mode === 'reference') return this.#reconcile(started, handler, lease, true);
         return writer.unknown(started, handler, `the request may or may not have been applied (${detail})`);
+      }
+      // The effect ran to an established end: final at once, with its evidence as the result.
+      case 'failed':
+        await finish('failed');
+        return writer.fail(started, SETTLE_FROM, outcome.code, outcome.message, outcome.evidence);
+      case 'cancelled':
+        await finish('cancelled');
+        return writer.cancel(started, outcome.evidence);
     }
   }
 
@@ -174,7 +214,7 @@ export class OperationProcessor {
     const { writer, logger } = this.#o;
     const found = await handler.reconcile(op, {
       providerKey: providerKeyFor(op.operationId),
-      timeoutMs: this.#o.policy.attemptTimeoutMs,
+      timeoutMs: this.#policy(handler).attemptTimeoutMs,
       signal: lease,
     });
     logger.info('op.reconciled', { ...writer.fields(op), outcome: found.kind });
@@ -210,7 +250,7 @@ export class OperationProcessor {
     retryAfterMs?: number,
   ): Promise<Next> {
     const { writer, clock, random } = this.#o;
-    const budget = operationBudget(this.#o.policy, op, clock.now());
+    const budget = operationBudget(this.#policy(handler), op, clock.now());
     const plan = planRetry(budget.policy, op.attemptCount, budget.elapsedMs, random, retryAfterMs);
     if (!plan.retry) {
       if (dispatched) return writer.unknown(op, handler, `${plan.reason}; last attempt: ${reason}`);
@@ -258,6 +298,11 @@ export class OperationProcessor {
     return Math.max(0, latest - this.#o.clock.now());
   }
 
+  /** The handler's own policy, if it has one; else the worker's. */
+  #policy(handler: DurableHandler): RetryPolicy {
+    return handler.policy ?? this.#o.policy;
+  }
+
   async #lastReason(op: OperationRecord): Promise<string> {
     if (op.attemptCount === 0) return 'never attempted';
     const attempts = await this.#o.ledger.attempts(op.operationId);
@@ -265,6 +310,11 @@ export class OperationProcessor {
     for (const attempt of attempts) if (last === undefined || attempt.number > last.number) last = attempt;
     return last?.detail ?? last?.outcome ?? 'interrupted';
   }
+}
+
+/** The recovery mode of this operation: the handler's `modeFor`, or its one `mode`. */
+function modeOf(handler: DurableHandler, op: OperationRecord): RecoveryMode {
+  return handler.modeFor?.(op) ?? handler.mode;
 }
 
 /** A short, body-free description of an attempt's outcome (logs, attempt rows, stored messages). */
@@ -282,5 +332,9 @@ export function describe(outcome: DispatchOutcome): string {
     }
     case 'ambiguous':
       return `ambiguous: ${outcome.reason}`;
+    case 'failed':
+      return `failed: ${outcome.reason}`;
+    case 'cancelled':
+      return 'cancelled on request';
   }
 }

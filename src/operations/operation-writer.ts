@@ -1,5 +1,6 @@
 import type { Clock } from '../core/clock.js';
 import type { ErrorCode } from '../core/errors.js';
+import type { JsonObject } from '../core/json.js';
 import type { LogFields, Logger } from '../core/logger.js';
 import { operationLabel } from '../core/operation-identity.js';
 import type { OperationError, OperationRecord } from '../core/operation-record.js';
@@ -63,20 +64,34 @@ export class OperationWriter {
     });
   }
 
-  /** `failed`: nothing was applied (so `dispatched` is cleared). */
+  /**
+   * `failed`: nothing was applied, or (with `evidence`, a handler's `failed` outcome) the effect
+   * ran to an established unsuccessful end; either way `dispatched` is cleared and the evidence
+   * is kept as the record's result.
+   */
   fail(
     op: OperationRecord,
     from: readonly OperationState[],
     code: ErrorCode,
     message: string,
+    evidence?: JsonObject,
   ): Promise<Next> {
     const error: OperationError = { code, message };
-    return this.write(op, from, 'failed', { error, dispatched: false, ...this.#final() });
+    const result = evidence === undefined ? {} : { result: evidence };
+    return this.write(op, from, 'failed', { error, ...result, dispatched: false, ...this.#final() });
   }
 
-  /** `cancelled`: only for a cancel request when nothing was or will be applied. */
-  cancel(op: OperationRecord): Promise<Next> {
-    return this.write(op, ['cancel_requested'], 'cancelled', { dispatched: false, ...this.#final() });
+  /**
+   * `cancelled`: for a cancel request when nothing was or will be applied, or (with `evidence`) when
+   * the handler stopped its effect on that request before it ended by itself.
+   */
+  cancel(op: OperationRecord, evidence?: JsonObject): Promise<Next> {
+    const result = evidence === undefined ? {} : { result: evidence };
+    return this.write(op, ['cancel_requested'], 'cancelled', {
+      ...result,
+      dispatched: false,
+      ...this.#final(),
+    });
   }
 
   /**

@@ -84,6 +84,8 @@ export class Worker {
       policy: options.policy ?? DEFAULT_RETRY_POLICY,
       faults: options.faults ?? new FaultPoints(),
       random: options.random ?? Math.random,
+      // A handler that watches for cancel requests (commands) re-reads at the polling pace.
+      cancelPollMs: options.pollIntervalMs ?? 200,
     });
     this.#loop = new PollingLoop({
       tick: () => this.runOnce(),

@@ -24,4 +24,3 @@ export {
   type NewDeployment,
   type WebhookDelivery,
 } from './provider-state.js';
-export { PROVIDER_HELP, providerCommand } from './provider-command.js';

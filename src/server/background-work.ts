@@ -8,6 +8,9 @@ import { DeploymentProviderClient } from '../operations/provider-client.js';
 import { Worker } from '../operations/worker.js';
 import type { FaultPoints } from '../core/fault-points.js';
 import type { IdemStore } from '../ports/idem-store.js';
+import type { CommandHandler } from '../commands/command-handler.js';
+import { RUN_COMMAND } from '../commands/command-handler.js';
+import type { DurableHandler } from '../operations/durable-handler.js';
 
 export interface BackgroundWorkOptions {
   store: IdemStore;
@@ -23,6 +26,10 @@ export interface BackgroundWorkOptions {
   pollIntervalMs?: number;
   /** Sends of an outbox message before it becomes a dead letter (the dispatcher's default if unset). */
   outboxMaxAttempts?: number;
+  /** With `--commands`: run_command operations are run too, by `commandWorkers` more loops. */
+  commandHandler?: CommandHandler | undefined;
+  /** Worker loops added for commands (each runs one operation at a time). Default 2. */
+  commandWorkers?: number;
 }
 
 /**
@@ -44,19 +51,24 @@ export function startBackgroundWork(options: BackgroundWorkOptions): () => Promi
     ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
     ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
   };
-  const worker = new Worker({
-    ...common,
-    handlers: { start_deployment: new DeploymentHandler({ client, mode: options.providerMode }) },
-    policy: options.policy,
-    retentionMs: options.retentionMs,
-  });
+  const handlers: Record<string, DurableHandler> = {
+    start_deployment: new DeploymentHandler({ client, mode: options.providerMode }),
+  };
+  if (options.commandHandler !== undefined) handlers[RUN_COMMAND] = options.commandHandler;
+  // A command may run for minutes and a worker carries one operation at a time: with commands,
+  // more loops (every one knows every handler, as any worker may claim any due operation).
+  const loops = options.commandHandler === undefined ? 1 : 1 + (options.commandWorkers ?? 2);
+  const workers = Array.from(
+    { length: loops },
+    () => new Worker({ ...common, handlers, policy: options.policy, retentionMs: options.retentionMs }),
+  );
   const outbox = new OutboxDispatcher({
     ...common,
     ...(options.outboxMaxAttempts === undefined ? {} : { maxAttempts: options.outboxMaxAttempts }),
   });
-  worker.start();
+  for (const worker of workers) worker.start();
   outbox.start();
   return async () => {
-    await Promise.all([worker.stop(), outbox.stop()]);
+    await Promise.all([...workers.map((worker) => worker.stop()), outbox.stop()]);
   };
 }

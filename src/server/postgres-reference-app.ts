@@ -8,6 +8,7 @@ import type { FaultPoints } from '../core/fault-points.js';
 import type { Logger } from '../core/logger.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
 import type { Executor } from '../executor/executor.js';
+import type { CommandHandler } from '../commands/command-handler.js';
 import { PostgresNotes } from './postgres-notes.js';
 import {
   referenceExecutor,
@@ -40,6 +41,7 @@ export class PostgresReferenceApp implements ServerApp {
   readonly tombstoneTtlMs: number;
   readonly providerUrl: string | undefined;
   readonly deploymentPolicy: RetryPolicy;
+  readonly commandHandler: CommandHandler | undefined;
   readonly #pool: PgPool;
   readonly #notes: PostgresNotes;
   readonly #newMcpServer: () => McpServer;
@@ -60,6 +62,7 @@ export class PostgresReferenceApp implements ServerApp {
       tombstoneTtlMs: this.tombstoneTtlMs,
       providerUrl: this.providerUrl,
       deploymentPolicy: this.deploymentPolicy,
+      commandHandler: this.commandHandler,
     } = settings);
     this.#pool = pool;
     this.store = store;

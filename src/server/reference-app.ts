@@ -8,6 +8,7 @@ import type { FaultPoints } from '../core/fault-points.js';
 import type { Logger } from '../core/logger.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
 import type { Executor } from '../executor/executor.js';
+import type { CommandHandler } from '../commands/command-handler.js';
 import { NotesApp } from './notes-app.js';
 import { referenceServerFactory } from './reference-tools.js';
 import { referenceExecutor, referenceSettings, type ReferenceSettingsOptions } from './reference-settings.js';
@@ -36,6 +37,7 @@ export class ReferenceApp implements ServerApp {
   readonly tombstoneTtlMs: number;
   readonly providerUrl: string | undefined;
   readonly deploymentPolicy: RetryPolicy;
+  readonly commandHandler: CommandHandler | undefined;
   readonly #newMcpServer: () => McpServer;
 
   constructor(options: ReferenceAppOptions) {
@@ -49,6 +51,7 @@ export class ReferenceApp implements ServerApp {
       tombstoneTtlMs: this.tombstoneTtlMs,
       providerUrl: this.providerUrl,
       deploymentPolicy: this.deploymentPolicy,
+      commandHandler: this.commandHandler,
     } = settings);
     this.db = openSqlite(options.dbPath, { synchronous: options.synchronous ?? 'FULL' });
     try {

@@ -3,11 +3,13 @@ import { FaultPoints } from '../core/fault-points.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
 import { DEFAULT_RETENTION_MS, Executor } from '../executor/executor.js';
+import type { CommandHandler } from '../commands/command-handler.js';
 import type { IdemStore } from '../ports/idem-store.js';
 import { authorizeByGrant } from '../mcp/idem-identity.js';
 import type { TokenRegistry } from './token-registry.js';
+import { DEFAULT_TOMBSTONE_TTL_MS } from '../core/tombstone-ttl.js';
 
-export const DEFAULT_TOMBSTONE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
+export { DEFAULT_TOMBSTONE_TTL_MS };
 
 /** What the reference server is configured with, whatever its engine. */
 export interface ReferenceSettingsOptions {
@@ -24,6 +26,8 @@ export interface ReferenceSettingsOptions {
   deploymentPolicy?: RetryPolicy;
   /** How long a retry waits for an in-flight operation. Default 2 s. */
   inFlightWaitMs?: number;
+  /** With `--commands`: the handler whose commands run_command offers. Absent: no command tools. */
+  commandHandler?: CommandHandler;
 }
 
 export interface ReferenceSettings {
@@ -35,6 +39,7 @@ export interface ReferenceSettings {
   readonly tombstoneTtlMs: number;
   readonly providerUrl: string | undefined;
   readonly deploymentPolicy: RetryPolicy;
+  readonly commandHandler: CommandHandler | undefined;
 }
 
 /** The options with their defaults filled in: one place for both engines. */
@@ -48,6 +53,7 @@ export function referenceSettings(options: ReferenceSettingsOptions): ReferenceS
     tombstoneTtlMs: options.tombstoneTtlMs ?? DEFAULT_TOMBSTONE_TTL_MS,
     providerUrl: options.providerUrl,
     deploymentPolicy: options.deploymentPolicy ?? DEFAULT_RETRY_POLICY,
+    commandHandler: options.commandHandler,
   };
 }
 

@@ -8,6 +8,7 @@ import type { OperationRecord } from '../core/operation-record.js';
 import { isActive } from '../core/operation-state.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
 import { outcomeOf } from '../executor/call-outcome.js';
+import { nextActionOf } from '../mcp/follow-up.js';
 import { errorContent } from '../mcp/tool-result.js';
 import type { Executor } from '../executor/executor.js';
 import { requestCancel } from '../operations/ledger-commands.js';
@@ -18,6 +19,8 @@ import { readTool, type ReadContext } from '../mcp/read-tool.js';
 import { registerIdemTool } from '../mcp/register-idempotent-tool.js';
 import { grantedWorkspaces } from '../mcp/idem-identity.js';
 import type { NotesRepository } from './notes-repository.js';
+import { commandTools } from '../commands/command-tools.js';
+import type { CommandHandler } from '../commands/command-handler.js';
 
 export interface ReferenceToolsOptions<App> {
   executor: Executor<App>;
@@ -185,7 +188,7 @@ export function referenceServerFactory<App>(
   app: Pick<
     ServerApp,
     'registry' | 'retentionMs' | 'tombstoneTtlMs' | 'clock' | 'deploymentPolicy' | 'providerUrl'
-  >,
+  > & { readonly commandHandler?: CommandHandler | undefined },
   executor: Executor<App>,
   notes: NotesRepository<App>,
 ): () => McpServer {
@@ -198,6 +201,17 @@ export function referenceServerFactory<App>(
     deploymentPolicy: app.deploymentPolicy,
     ...(app.providerUrl === undefined ? {} : { webhookUrl: new URL('/webhooks', app.providerUrl).href }),
   });
+  // Listed only when the server was given commands (`idem serve --commands FILE`).
+  if (app.commandHandler !== undefined) {
+    tools.push(
+      ...commandTools({
+        executor,
+        handler: app.commandHandler,
+        retentionMs: app.retentionMs,
+        tombstoneRetentionMs: app.tombstoneTtlMs,
+      }),
+    );
+  }
   return () => {
     const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
     for (const tool of tools) registerIdemTool(server, tool);
@@ -224,7 +238,7 @@ export function operationView(record: OperationRecord): JsonObject {
     expires_at: iso(record.expiresAt),
     result: record.result,
     error: outcome.ok ? undefined : (errorContent(outcome.error).error as JsonValue),
-    next_action: outcome.ok ? undefined : outcome.error.nextAction,
+    next_action: outcome.ok ? undefined : nextActionOf(outcome.error),
     resolved_by: record.resolvedBy,
     resolved_at: iso(record.resolvedAt),
   };

@@ -9,3 +9,16 @@ export {
   type McpTransportLike,
   type JsonRpcMessage,
 } from './transport-faults.js';
+export {
+  memoryStore,
+  type MemoryStore,
+  type MemoryStoreOptions,
+  type MemoryTx,
+  type MemoryReader,
+} from './memory-store.js';
+export {
+  storeContract,
+  type ContractCase,
+  type ContractStore,
+  type StoreContractFactory,
+} from './contract/store-contract.js';

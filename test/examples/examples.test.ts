@@ -1,13 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres } from '../../src/adapters/postgres/open-postgres.js';
 import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 import { buildExamples, examplePath, runExample, startExample } from '../helpers/example-fixtures.js';
 import { TestIssuer } from '../helpers/test-issuer.js';
+import pg from 'pg';
+import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 import {
   REPO_ROOT,
   callTool,
@@ -242,5 +244,103 @@ describe.runIf(postgresAvailable)('README example prisma-store (PostgreSQL)', ()
       await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
       await pool.end();
     }
+  });
+});
+
+describe('README example store-contract (node:test)', () => {
+  it('runs every case of the contract suite against the memory store, and all pass', async () => {
+    const out = await runExample('store-contract', {});
+    const count = (name: string) => Number(new RegExp(`^# ${name} (\\d+)$`, 'm').exec(out)?.[1] ?? -1);
+    expect(count('tests')).toBeGreaterThanOrEqual(70);
+    expect(count('pass')).toBe(count('tests'));
+    expect(count('fail')).toBe(0);
+  });
+});
+
+describe('README examples: your own database layer without an ORM', () => {
+  const expectOneInvoice = (out: string) => {
+    const printed = JSON.parse(out.trim()) as {
+      first: Record<string, unknown>;
+      retry: Record<string, unknown>;
+      conflict: unknown;
+    };
+    expect(printed.first).toMatchObject({ status: 'succeeded' });
+    expect(printed.retry).toEqual({ ...printed.first, replayed: true });
+    expect(printed.conflict).toBe('payload_conflict');
+    return printed.first.resource_id as string;
+  };
+
+  it('own-sqlite-database: one invoice row, replayed, conflict on other arguments', async () => {
+    const dbPath = join(makeTempDir(), 'app.sqlite');
+    const id = expectOneInvoice(await runExample('own-sqlite-database', { APP_DB: dbPath }));
+    const db = openSqlite(dbPath, { readonly: true });
+    try {
+      expect(db.prepare('SELECT id FROM invoices').all()).toEqual([{ id }]);
+    } finally {
+      db.close();
+    }
+  });
+
+  it.skipIf(!postgresAvailable)('own-pg-pool: one invoice row in the same database, replayed', async () => {
+    const schema = `example_${randomUUID().replaceAll('-', '')}`;
+    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE SCHEMA ${schema}`);
+      const url = new URL(POSTGRES_URL);
+      url.searchParams.set('options', `-c search_path=${schema}`);
+      const id = expectOneInvoice(await runExample('own-pg-pool', { DATABASE_URL: url.toString() }));
+      const { rows } = await admin.query(`SELECT id FROM ${schema}.invoices`);
+      expect(rows).toEqual([{ id }]);
+    } finally {
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await admin.end();
+    }
+  });
+});
+
+describe('README example command-tools (a stdio server with named commands)', () => {
+  it('runs a named command once per key and reads its output', async () => {
+    const dir = makeTempDir();
+    const side = join(dir, 'side.txt');
+    const commandsFile = join(dir, 'commands.json');
+    writeFileSync(
+      commandsFile,
+      JSON.stringify({
+        greet: { argv: ['sh', '-c', 'echo ran >> "$SIDE"; echo hello'], timeout: '30s', env: { SIDE: side } },
+      }),
+    );
+    const client = new Client({ name: 'examples-test', version: '0.0.0' });
+    clients.push(client);
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [examplePath('command-tools')],
+        cwd: REPO_ROOT,
+        env: cleanEnv({ COMMANDS_DB: join(dir, 'commands.sqlite'), COMMANDS_FILE: commandsFile }),
+        stderr: 'ignore',
+      }),
+    );
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual([
+      'read_command_output',
+      'run_command',
+    ]);
+    const args = { idempotency_key: randomUUID(), workspace: 'default', command: 'greet' };
+    const accepted = await callTool(client, 'run_command', args);
+    expect(accepted.sc.status).toBe('accepted');
+    let read = await callTool(client, 'read_command_output', { operation_id: accepted.sc.operation_id });
+    for (let i = 0; i < 200 && read.sc.finished !== true; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      read = await callTool(client, 'read_command_output', { operation_id: accepted.sc.operation_id });
+    }
+    expect(read.sc).toMatchObject({ finished: true, output: 'hello\n', status: 'succeeded' });
+    const replay = await callTool(client, 'run_command', args);
+    expect(replay.sc).toMatchObject({
+      status: 'succeeded',
+      replayed: true,
+      exit_code: 0,
+      last_lines: ['hello'],
+    });
+    expect(readFileSync(side, 'utf8')).toBe('ran\n');
   });
 });

@@ -61,8 +61,12 @@ describe('idempotentTool, without any MCP SDK', () => {
       structuredContent: { error: { code: 'forbidden' } },
     });
     // SDK v2 aborts a handler's signal when its transport closes (the client went away).
+    // An abort is reported as one (retryable: the same call may be sent again), never as internal.
     const aborted = await tool.handle(args, { principal: 'p', signal: AbortSignal.abort() });
-    expect(aborted).toMatchObject({ isError: true, structuredContent: { error: { code: 'internal' } } });
+    expect(aborted).toMatchObject({
+      isError: true,
+      structuredContent: { status: 'rejected', error: { code: 'aborted', retryable: true } },
+    });
     expect(effects()).toBe(0);
     const retry = await tool.handle(args, { principal: 'p' });
     expect(retry).toMatchObject({ structuredContent: { status: 'succeeded', replayed: false } });

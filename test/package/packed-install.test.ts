@@ -39,6 +39,7 @@ const EXPECTED_EXPORTS: Record<string, string> = {
   './mcp-v1': 'registerIdempotentTool',
   './testing': 'FakeClock',
   './client': 'IdemClient',
+  './commands': 'registerCommandTools',
   './prisma': 'prismaStore', // its Prisma imports are types only
 };
 

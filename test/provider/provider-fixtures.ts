@@ -111,8 +111,9 @@ export async function deployments(base: string): Promise<DeploymentJson[]> {
 }
 
 /**
- * Compiles src/provider (and only what it imports) into a fresh temp dir, so child processes can
- * run it without racing other tests over dist/. Returns the path of the compiled index.js.
+ * Compiles `idem provider` (src/cli/provider-command.ts and only what it imports: src/provider, core)
+ * into a fresh temp dir, so child processes can run it without racing other tests over dist/.
+ * Returns the path of the compiled provider-command.js.
  */
 export function buildProviderModule(): { modulePath: string; dispose: () => void } {
   const dir = mkdtempSync(join(tmpdir(), 'idem-provider-build-'));
@@ -125,14 +126,14 @@ export function buildProviderModule(): { modulePath: string; dispose: () => void
       declaration: false,
       sourceMap: false,
     },
-    files: [join(REPO_ROOT, 'src', 'provider', 'index.ts')],
+    files: [join(REPO_ROOT, 'src', 'cli', 'provider-command.ts')],
     include: [],
   };
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(config));
   const tsc = join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
   execFileSync(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { cwd: REPO_ROOT, stdio: 'pipe' });
   return {
-    modulePath: join(dir, 'dist', 'provider', 'index.js'),
+    modulePath: join(dir, 'dist', 'cli', 'provider-command.js'),
     dispose: () => rmSync(dir, { recursive: true, force: true }),
   };
 }

@@ -28,9 +28,9 @@ describe('IdemError', () => {
     expect('cause' in error).toBe(false);
   });
 
-  it('is retryable by default only for busy and in_progress', () => {
+  it('is retryable by default only for busy, in_progress and aborted', () => {
     const retryable = ERROR_CODES.filter((code) => new IdemError(code, 'x').retryable);
-    expect(retryable.sort()).toEqual(['busy', 'in_progress']);
+    expect(retryable.sort()).toEqual(['aborted', 'busy', 'in_progress']);
     const expected: Record<ErrorCode, boolean> = {
       invalid_argument: false,
       payload_conflict: false,
@@ -41,6 +41,7 @@ describe('IdemError', () => {
       unavailable: false,
       in_progress: true,
       outcome_unknown: false,
+      aborted: true,
       internal: false,
     };
     for (const code of ERROR_CODES) expect(new IdemError(code, 'x').retryable, code).toBe(expected[code]);
@@ -104,5 +105,39 @@ describe('toIdemError', () => {
 
   it('uses the given message for the wrapper', () => {
     expect(toIdemError(new Error('boom'), 'the effect failed').message).toBe('the effect failed');
+  });
+
+  it('maps an abort to aborted (retryable), never to internal, keeping the reason as cause', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const reasons: unknown[] = [
+      controller.signal.reason, // DOMException AbortError, the default reason
+      (() => {
+        try {
+          AbortSignal.abort().throwIfAborted();
+        } catch (error) {
+          return error;
+        }
+      })(),
+      await import('node:timers/promises')
+        .then(({ setTimeout }) => setTimeout(10, undefined, { signal: AbortSignal.abort() }))
+        .catch((error: unknown) => error), // Node's own AbortError
+    ];
+    for (const reason of reasons) {
+      expect((reason as Error).name).toBe('AbortError');
+      const wrapped = toIdemError(reason, 'the effect failed');
+      expect(wrapped).toMatchObject({ code: 'aborted', retryable: true, cause: reason });
+      expect(wrapped.message).toBe('the call was aborted by its caller before it completed');
+    }
+  });
+
+  it("recognises a reason of the caller's own when given the signal, and only then", () => {
+    const controller = new AbortController();
+    const reason = new Error('shutting down');
+    controller.abort(reason);
+    expect(toIdemError(reason, 'x', controller.signal).code).toBe('aborted');
+    expect(toIdemError(reason, 'x').code).toBe('internal');
+    expect(toIdemError(new Error('other'), 'x', controller.signal).code).toBe('internal');
+    expect(toIdemError(reason, 'x', new AbortController().signal).code).toBe('internal');
   });
 });

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { OperationIdentity } from '../../core/operation-identity.js';
-import type { Existing } from '../../core/receipt.js';
-import { identityParams, OPERATION_COLUMNS, toRecord, type OperationRow } from '../operation-rows.js';
-import type { PgClient, PgQueryConfig } from './postgres-pool.js';
+import { identityParams, OPERATION_COLUMNS } from '../operation-rows.js';
+import type { PgQueryConfig } from './postgres-pool.js';
 
 /** The identity's columns, in the order of `identityParams` (and of the primary keys). */
 const PK_COLUMNS: readonly string[] = ['principal', 'workspace', 'operation', 'version', 'idem_key'];
@@ -68,36 +67,4 @@ export function callStatements(named: boolean): CallStatements {
         insertNew: { name: 'idem_insert_new_v2', text: insertNew },
       }
     : { find: { text: find }, upsert: { text: UPSERT }, insertNew: { text: insertNew } };
-}
-
-/** The record or tombstone of an identity, in one round trip. */
-export async function findIdentity(
-  client: PgClient,
-  statement: PgQueryConfig,
-  identity: OperationIdentity,
-): Promise<Existing | undefined> {
-  const { rows } = await client.query<{ source: string; data: string }>({
-    ...statement,
-    values: identityParams(identity),
-  });
-  const operation = rows.find((r) => r.source === 'operation');
-  if (operation !== undefined) {
-    return { kind: 'receipt', receipt: toRecord(JSON.parse(operation.data) as OperationRow) };
-  }
-  const tomb = rows[0];
-  if (tomb === undefined) return undefined;
-  const row = JSON.parse(tomb.data) as {
-    fingerprint: string;
-    receipt_expired_at: number;
-    expires_at: number;
-  };
-  return {
-    kind: 'tombstone',
-    tombstone: {
-      identity,
-      fingerprint: row.fingerprint,
-      receiptExpiredAt: Number(row.receipt_expired_at),
-      expiresAt: Number(row.expires_at),
-    },
-  };
 }

@@ -1,9 +1,9 @@
 import { systemClock, type Clock } from '../../core/clock.js';
 import { IdemError } from '../../core/errors.js';
-import type { IdemStore, StoreCapabilities } from '../../ports/idem-store.js';
+import type { StoreCapabilities } from '../../ports/idem-store.js';
 import type { MaybePromise, SignalOption } from '../../ports/maybe-async.js';
 import type { SqlConnection, SqlDriver, SqlTransactionOptions } from '../sql/sql-driver.js';
-import { sqlStore } from '../sql/sql-store.js';
+import { SqlStore } from '../sql/sql-store.js';
 import { identityLockKey } from './call-statements.js';
 import { PostgresConnection } from './postgres-connection.js';
 import { postgresDialect } from './postgres-dialect.js';
@@ -52,20 +52,10 @@ export const POSTGRES_CAPABILITIES: StoreCapabilities = {
  * backstop), never by process memory. Replays are plain SELECTs that take no lock and write
  * nothing. Workers share operations through `FOR UPDATE SKIP LOCKED` and leases.
  */
-export class PostgresStore implements IdemStore<PgClient> {
-  readonly capabilities = POSTGRES_CAPABILITIES;
-  readonly receipts: IdemStore<PgClient>['receipts'];
-  readonly ledger: IdemStore<PgClient>['ledger'];
-  readonly outbox: IdemStore<PgClient>['outbox'];
-  readonly housekeeping: IdemStore<PgClient>['housekeeping'];
-
+export class PostgresStore extends SqlStore<PgClient> {
   private constructor(pool: PgPool, options: PostgresStoreOptions) {
     const clock = options.clock ?? systemClock;
-    const store = sqlStore(postgresDriver(pool, options, clock), { clock });
-    this.receipts = store.receipts;
-    this.ledger = store.ledger;
-    this.outbox = store.outbox;
-    this.housekeeping = store.housekeeping;
+    super(postgresDriver(pool, options, clock), { clock });
   }
 
   /** Creates the store, migrating the schema first unless `migrate: false`. */
@@ -79,9 +69,6 @@ export class PostgresStore implements IdemStore<PgClient> {
     }
     return new PostgresStore(pool, options);
   }
-
-  /** The pool is the caller's: closing the store does not end it. */
-  async close(): Promise<void> {}
 }
 
 /**
@@ -164,6 +151,7 @@ export function postgresDriver(
         }
       }
     },
+    // The pool is the caller's: closing the store does not end it.
     close: async () => undefined,
   };
 }

@@ -1,5 +1,6 @@
 import { DEFAULT_SWEEP_MAX_DUTY, pauseAfterBatch, sweepBatchSizer } from '../../core/batch-sizer.js';
 import type { Clock } from '../../core/clock.js';
+import { IdemError } from '../../core/errors.js';
 import { run, step, type Steps } from '../../core/steps.js';
 import type { Housekeeping, SweepOptions, SweepResult } from '../../ports/housekeeping.js';
 import type { SharedSql } from './shared-sql.js';
@@ -33,7 +34,9 @@ export class SqlHousekeeping implements Housekeeping {
 
   async sweep(options: SweepOptions): Promise<SweepResult> {
     const maxDuty = options.maxDuty ?? DEFAULT_SWEEP_MAX_DUTY;
-    pauseAfterBatch(0, maxDuty); // a bad maxDuty fails before any batch
+    // A bad maxDuty fails before any batch, as a caller's error.
+    if (!(maxDuty > 0 && maxDuty <= 1))
+      throw new IdemError('invalid_argument', `maxDuty must be in (0, 1], got ${String(maxDuty)}`);
     const pacing = this.#driver.sweepPacing;
     const paced = pacing?.blocksWriters === true;
     const sizer = paced ? sweepBatchSizer(options) : undefined;

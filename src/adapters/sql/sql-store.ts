@@ -1,6 +1,9 @@
 import { systemClock, type Clock } from '../../core/clock.js';
-import type { StoreCapabilities } from '../../ports/idem-store.js';
-import type { IdemStore } from '../../ports/idem-store.js';
+import type { IdemStore, StoreCapabilities } from '../../ports/idem-store.js';
+import type { Housekeeping } from '../../ports/housekeeping.js';
+import type { OperationsLedger } from '../../ports/operations-ledger.js';
+import type { OutboxStore } from '../../ports/outbox-store.js';
+import type { ReceiptStore } from '../../ports/receipt-store.js';
 import { sharedSql } from './shared-sql.js';
 import type { SqlDriver } from './sql-driver.js';
 import { SqlHousekeeping } from './sql-housekeeping.js';
@@ -17,16 +20,32 @@ export interface SqlStoreOptions {
  * for SQLite, PostgreSQL and the ORM integrations alike. The driver brings the dialect, the
  * connection and the transaction (the application's own); see SqlDriver.
  */
-export function sqlStore<Tx>(driver: SqlDriver<Tx>, options: SqlStoreOptions = {}): IdemStore<Tx> {
-  const clock = options.clock ?? systemClock;
-  const sql = sharedSql(driver.dialect);
-  const capabilities: StoreCapabilities = driver.capabilities;
-  return {
-    capabilities,
-    receipts: new SqlReceipts(driver, sql, clock),
-    ledger: new SqlLedger(driver as SqlDriver<unknown>, sql, clock),
-    outbox: new SqlOutbox(driver as SqlDriver<unknown>, sql),
-    housekeeping: new SqlHousekeeping(driver as SqlDriver<unknown>, sql, clock),
-    close: () => driver.close(),
-  };
+export class SqlStore<Tx> implements IdemStore<Tx> {
+  readonly capabilities: StoreCapabilities;
+  readonly receipts: ReceiptStore<Tx>;
+  readonly ledger: OperationsLedger;
+  readonly outbox: OutboxStore;
+  readonly housekeeping: Housekeeping;
+  readonly #driver: SqlDriver<Tx>;
+
+  constructor(driver: SqlDriver<Tx>, options: SqlStoreOptions = {}) {
+    const clock = options.clock ?? systemClock;
+    const sql = sharedSql(driver.dialect);
+    const any = driver as SqlDriver<unknown>;
+    this.#driver = driver;
+    this.capabilities = driver.capabilities;
+    this.receipts = new SqlReceipts(driver, sql, clock);
+    this.ledger = new SqlLedger(any, sql, clock);
+    this.outbox = new SqlOutbox(any, sql);
+    this.housekeeping = new SqlHousekeeping(any, sql, clock);
+  }
+
+  close(): Promise<void> {
+    return this.#driver.close();
+  }
+}
+
+/** `new SqlStore(driver, options)`, for callers that prefer a function. */
+export function sqlStore<Tx>(driver: SqlDriver<Tx>, options: SqlStoreOptions = {}): SqlStore<Tx> {
+  return new SqlStore(driver, options);
 }

@@ -74,6 +74,11 @@ export function absolutePath(path: string | undefined): string | undefined {
   return path === undefined || path === '' || path === ':memory:' ? undefined : resolve(path);
 }
 
+/** An error better-sqlite3 raised (it carries a `SQLITE_*` code). */
+export function isSqliteError(error: unknown): boolean {
+  return driverCode(error)?.startsWith('SQLITE_') === true;
+}
+
 function driverCode(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;

@@ -1,8 +1,9 @@
 import type { Clock } from '../../core/clock.js';
 import { IdemError } from '../../core/errors.js';
 import type { SignalOption } from '../../ports/maybe-async.js';
-import type { SqliteDatabase, SqliteStatement } from './sqlite-database.js';
-import { isSqliteBusy, translateSqliteError } from './sqlite-errors.js';
+import type { SqliteDatabase } from './sqlite-database.js';
+import { SqliteBatchRunner, type PendingWrite } from './sqlite-batch.js';
+import { translateSqliteError } from './sqlite-errors.js';
 
 export interface WriteOptions extends SignalOption {
   /**
@@ -35,21 +36,6 @@ export interface TransactorOptions {
   onCommit?: (writes: number) => void;
 }
 
-interface PendingWrite {
-  readonly body: () => unknown;
-  readonly durable: boolean;
-  readonly signal: AbortSignal | undefined;
-  readonly resolve: (value: unknown) => void;
-  readonly reject: (error: unknown) => void;
-  /** Monotonic ms of the first attempt to take the write lock for this write. */
-  waitingSince?: number;
-}
-
-type Settlement =
-  { write: PendingWrite; ok: true; value: unknown } | { write: PendingWrite; ok: false; error: unknown };
-
-const SAVEPOINT = 'idem_call';
-
 /**
  * Runs write transactions on one better-sqlite3 connection, with group commit.
  *
@@ -76,14 +62,7 @@ export class SqliteTransactor {
   /** The database file, named in `unavailable` errors. */
   readonly #path: string | undefined;
   #lastBatchSize = 0;
-  readonly #stmt: {
-    begin: SqliteStatement;
-    commit: SqliteStatement;
-    rollback: SqliteStatement;
-    savepoint: SqliteStatement;
-    release: SqliteStatement;
-    rollbackTo: SqliteStatement;
-  };
+  readonly #batches: SqliteBatchRunner;
   #pending: PendingWrite[] = [];
   #serving = false;
   #idle: (() => void)[] = [];
@@ -102,14 +81,11 @@ export class SqliteTransactor {
     this.#onCommit = options.onCommit;
     this.#path = db.name;
     db.pragma('busy_timeout = 0');
-    this.#stmt = {
-      begin: db.prepare('BEGIN IMMEDIATE'),
-      commit: db.prepare('COMMIT'),
-      rollback: db.prepare('ROLLBACK'),
-      savepoint: db.prepare(`SAVEPOINT ${SAVEPOINT}`),
-      release: db.prepare(`RELEASE ${SAVEPOINT}`),
-      rollbackTo: db.prepare(`ROLLBACK TO ${SAVEPOINT}`),
-    };
+    this.#batches = new SqliteBatchRunner(
+      db,
+      (error) => this.#translate(error),
+      (...writes) => this.#pending.unshift(...writes),
+    );
   }
 
   /** Most writes committed by one COMMIT; 1 when group commit is off. */
@@ -253,7 +229,7 @@ export class SqliteTransactor {
   #tryBatch(batch: PendingWrite[]): boolean {
     const relax = this.#relaxedSync(batch);
     try {
-      return this.#runBatch(batch);
+      return this.#batches.run(batch);
     } finally {
       if (relax !== undefined) this.#db.pragma(`synchronous = ${relax}`);
     }
@@ -272,101 +248,8 @@ export class SqliteTransactor {
     return level;
   }
 
-  #runBatch(batch: PendingWrite[]): boolean {
-    try {
-      this.#stmt.begin.run();
-    } catch (error) {
-      if (isSqliteBusy(error)) return false;
-      const translated = this.#translate(error);
-      for (const write of batch) write.reject(translated);
-      return true;
-    }
-    const isolated = batch.length > 1;
-    const settled: Settlement[] = [];
-    let index = 0;
-    for (; index < batch.length; index += 1) {
-      const write = batch[index] as PendingWrite;
-      if (isolated) this.#stmt.savepoint.run();
-      try {
-        const value = write.body();
-        if (isolated) this.#stmt.release.run();
-        settled.push({ write, ok: true, value });
-      } catch (error) {
-        const failure = this.#translate(error);
-        if (!this.#db.inTransaction) {
-          // SQLite rolled the whole transaction back (full disk, I/O error, out of memory, ...): the
-          // writes before this one went with it, for the same reason when the storage failed, and
-          // those after it go back to the head of the queue.
-          const lost =
-            failure.code === 'unavailable'
-              ? failure
-              : new IdemError('internal', 'database error; the transaction was rolled back', {
-                  cause: error,
-                });
-          const failed: Settlement[] = settled.map((s) =>
-            s.ok ? { write: s.write, ok: false, error: lost } : s,
-          );
-          failed.push({ write, ok: false, error: failure });
-          this.#pending.unshift(...batch.slice(index + 1));
-          settle(failed);
-          return true;
-        }
-        if (isolated) {
-          try {
-            this.#stmt.rollbackTo.run();
-            this.#stmt.release.run();
-          } catch (rollbackError) {
-            this.#abandon(batch, settled, index, rollbackError);
-            return true;
-          }
-        }
-        settled.push({ write, ok: false, error: failure });
-      }
-    }
-    if (!isolated && settled[0]?.ok === false) {
-      // A lone write that failed: nothing to commit.
-      this.#rollbackQuietly();
-      settle(settled);
-      return true;
-    }
-    try {
-      this.#stmt.commit.run();
-    } catch (error) {
-      this.#rollbackQuietly();
-      const translated = this.#translate(error);
-      settle(settled.map((s) => ({ write: s.write, ok: false, error: s.ok ? translated : s.error })));
-      return true;
-    }
-    // Committed and durable: only now may any caller see a result.
-    settle(settled);
-    return true;
-  }
-
   #translate(error: unknown): IdemError {
     return translateSqliteError(error, 50, this.#path);
-  }
-
-  /** A rollback to a savepoint failed: give up the whole transaction, nothing of it is committed. */
-  #abandon(batch: PendingWrite[], settled: Settlement[], index: number, cause: unknown): void {
-    this.#rollbackQuietly();
-    const failure = this.#translate(cause);
-    const failed: Settlement[] = settled.map((s) => ({
-      write: s.write,
-      ok: false,
-      error: s.ok ? failure : s.error,
-    }));
-    failed.push({ write: batch[index] as PendingWrite, ok: false, error: failure });
-    this.#pending.unshift(...batch.slice(index + 1));
-    settle(failed);
-  }
-
-  #rollbackQuietly(): void {
-    if (!this.#db.inTransaction) return;
-    try {
-      this.#stmt.rollback.run();
-    } catch {
-      // The connection is unusable; the next BEGIN reports it.
-    }
   }
 }
 
@@ -377,12 +260,5 @@ function dropAborted(batch: PendingWrite[]): void {
       batch.splice(i, 1);
       write.reject(write.signal.reason);
     }
-  }
-}
-
-function settle(settlements: readonly Settlement[]): void {
-  for (const s of settlements) {
-    if (s.ok) s.write.resolve(s.value);
-    else s.write.reject(s.error);
   }
 }

@@ -2,7 +2,7 @@ import type { ListedTool } from '../check-connection.js';
 import type { FixedArgument } from './check-options.js';
 import { schemaSample } from './schema-sample.js';
 import { coerce, takes } from './tool-arguments.js';
-import type { CountSpec } from './tool-plan.js';
+import type { CountSpec } from './count-spec.js';
 import { fill, isObject } from './unique-template.js';
 
 /** Names of tools that list or read what a mutating tool makes. */

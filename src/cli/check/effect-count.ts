@@ -1,8 +1,8 @@
-import { replyError } from '../../client/tool-reply.js';
+import { errorLabel, replyError } from '../../client/tool-reply.js';
 import { CliError } from '../cli-error.js';
 import type { CheckConnection } from '../check-connection.js';
 import { formatJsonPath, readJsonPath, type JsonPath } from './json-path.js';
-import type { CountSpec } from './tool-plan.js';
+import type { CountSpec } from './count-spec.js';
 import { isObject } from './unique-template.js';
 
 /** A count that one call of the tool was seen to move by `perAction`. */
@@ -157,11 +157,11 @@ async function readContent(
 ): Promise<Content> {
   const step = await reader.connection.call(spec.tool, spec.arguments, reader.timeoutMs, reader.signal);
   if (step.kind === 'failure')
-    return { kind: 'unanswered', problem: `did not answer (${step.failure.error.code})` };
+    return { kind: 'unanswered', problem: `did not answer (${errorLabel(step.failure.error)})` };
   if (step.reply.isError) {
     const error = replyError(step.reply.content);
     const text = error
-      ? `${error.code}: ${error.message}`
+      ? `${errorLabel(error)}: ${error.message}`
       : String(step.reply.content.text ?? 'tool_error').slice(0, 200);
     return { kind: 'refused', problem: `answered an error (${text})` };
   }

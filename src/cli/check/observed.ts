@@ -1,5 +1,5 @@
 import type { AttemptResult } from '../../client/call-with-timeout.js';
-import { replyError, type ToolReply } from '../../client/tool-reply.js';
+import { errorLabel, replyError, type ToolReply } from '../../client/tool-reply.js';
 import { findId, type FindIdOptions, type FoundId } from './find-id.js';
 
 /** What one call came to, in the terms the rows compare. */
@@ -23,7 +23,11 @@ export function observeReply(reply: ToolReply, ids: FindIdOptions): Observed {
     const coded = replyError(content);
     const text =
       coded?.message ?? (typeof content.text === 'string' ? content.text : JSON.stringify(content));
-    return { kind: 'error', code: coded?.code ?? 'tool_error', message: text.slice(0, MESSAGE_MAX) };
+    return {
+      kind: 'error',
+      code: coded === undefined ? 'tool_error' : errorLabel(coded),
+      message: text.slice(0, MESSAGE_MAX),
+    };
   }
   return { kind: 'succeeded', id: findId(reply, ids), replayed: content.replayed === true };
 }
@@ -33,7 +37,7 @@ export function observe(step: AttemptResult, ids: FindIdOptions): Observed {
     const { error, kind } = step.failure;
     return {
       kind: 'no_reply',
-      code: error.code,
+      code: errorLabel(error),
       message: error.message.slice(0, MESSAGE_MAX),
       definitive: kind === 'definitive',
     };

@@ -3,20 +3,14 @@ import type { ListedTool } from '../check-connection.js';
 import type { CheckOptions } from './check-options.js';
 import type { ToolSettings } from './check-config.js';
 import { foundCounts, readArguments } from './count-candidates.js';
+import type { CountSpec } from './count-spec.js';
 import { findKeyField, type KeyField } from './key-field.js';
 import type { JsonPath } from './json-path.js';
 import { schemaSample } from './schema-sample.js';
 import { argumentNames, coerce, holdsString, takes } from './tool-arguments.js';
 import { hasUnique, isObject } from './unique-template.js';
 
-/** A read tool to count effects with; `path` undefined: the array one call grows, found by calibration. */
-export interface CountSpec {
-  readonly tool: string;
-  readonly arguments: Record<string, unknown>;
-  readonly path: JsonPath | undefined;
-  /** `config`, `--count-tool` or `found` (a readOnlyHint tool tried by itself). */
-  readonly from: 'config' | '--count-tool' | 'found';
-}
+export type { CountSpec } from './count-spec.js';
 
 /** Everything the rows need to know about one mutating tool before they call it. */
 export interface ToolPlan {

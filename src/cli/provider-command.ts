@@ -1,14 +1,14 @@
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../core/duration.js';
 import { jsonLogger } from '../log/json-logger.js';
-import { CliError } from '../cli/cli-error.js';
-import { intOption } from '../cli/options.js';
+import { CliError } from './cli-error.js';
+import { intOption } from './options.js';
 import {
   DEFAULT_KEY_RETENTION_MS,
   PROVIDER_MODES,
   startProvider,
   type ProviderMode,
-} from './provider-server.js';
+} from '../provider/provider-server.js';
 
 export const PROVIDER_HELP = `Usage: idem provider --mode key|reference|none [options]
 

@@ -1,0 +1,169 @@
+import { systemClock, type Clock } from '../../core/clock.js';
+import { CommitConcurrency } from '../../core/commit-concurrency.js';
+import type { StoreCapabilities } from '../../ports/idem-store.js';
+import type { MaybePromise, SignalOption } from '../../ports/maybe-async.js';
+import type { SqlConnection, SqlDriver, SqlTransactionOptions, SweepPacing } from '../sql/sql-driver.js';
+import { startBackgroundCheckpoints, type BackgroundCheckpoints } from './background-checkpoints.js';
+import { SqliteConnection } from './sqlite-connection.js';
+import type { SqliteDatabase } from './sqlite-database.js';
+import { sqliteDialect } from './sqlite-dialect.js';
+import { isSqliteBusy, translateSqliteError } from './sqlite-errors.js';
+import { migrateSqlite } from './sqlite-schema.js';
+import type { SqliteStoreOptions } from './sqlite-store-options.js';
+import { SqliteTransactor, type TransactorOptions } from './sqlite-transactor.js';
+
+/** Default bound of one group-commit batch. */
+export const DEFAULT_GROUP_COMMIT_BATCH = 64;
+
+/** What the SQLite store declares: one synchronous writer per file, shared by processes. */
+export const SQLITE_CAPABILITIES: StoreCapabilities = {
+  engine: 'sqlite',
+  synchronous: true,
+  optimisticInsert: false,
+  multiProcess: true,
+  durable: true,
+};
+
+/**
+ * What SqliteStore runs on: one better-sqlite3 connection, its write queue with group commit
+ * (SqliteTransactor), and the checkpoint policy that keeps COMMITs short (a background
+ * checkpointer while callers are concurrent or a sweep runs long). `driver()` is the SqlDriver
+ * the shared SQL store uses: SQL and driver errors only.
+ */
+export class SqliteEngine {
+  readonly #db: SqliteDatabase;
+  readonly #tx: SqliteTransactor;
+  readonly #background: BackgroundCheckpoints | undefined;
+  /** Set in 'adaptive' mode: whether callers are concurrent enough for background checkpoints. */
+  readonly #concurrency: CommitConcurrency | undefined;
+  /** Long sweeps running now; while any does, the worker checkpoints whatever the callers do. */
+  #sweeping = 0;
+
+  constructor(db: SqliteDatabase, options: SqliteStoreOptions = {}) {
+    this.#db = db;
+    const clock = options.clock ?? systemClock;
+    const lockTimeoutMs = options.lockTimeoutMs ?? 5000;
+    const checkpoint = options.checkpoint ?? defaultCheckpointMode(db);
+    this.#concurrency = checkpoint === 'adaptive' ? new CommitConcurrency() : undefined;
+    this.#tx = new SqliteTransactor(db, clock, lockTimeoutMs, {
+      ...groupCommitSettings(db, options.groupCommit),
+      onCommit: (writes) => {
+        if (this.#concurrency?.record(writes) === true && this.#sweeping === 0)
+          this.#background?.engage(this.#concurrency.concurrent);
+      },
+    });
+    if (options.migrate ?? true) withLockRetrySync(clock, lockTimeoutMs, db.name, () => migrateSqlite(db));
+    this.#background =
+      checkpoint === 'inline' ? undefined : startBackgroundCheckpoints(db, checkpoint === 'background');
+  }
+
+  /** At most how many queued writes one COMMIT carries (group commit); 1 when it is off. */
+  get maxCommitBatch(): number {
+    return this.#tx.maxBatch;
+  }
+
+  /** When a group-commit batch starts: on the next event-loop turn, or adaptively. */
+  get commitGather(): 'turn' | 'adaptive' {
+    return this.#tx.gather;
+  }
+
+  async close(): Promise<void> {
+    await this.#tx.drain();
+    await this.#background?.stop();
+    if (this.#db.open) this.#db.close();
+  }
+
+  /** SQL and driver errors only: the connection, the transactor, and the sweep's pacing. */
+  driver(): SqlDriver<SqliteDatabase> {
+    const db = this.#db;
+    const tx = this.#tx;
+    const conn: SqlConnection = new SqliteConnection(db);
+    const pacing: SweepPacing = {
+      blocksWriters: true,
+      longSweep: () => {
+        // A long sweep fills the WAL much faster than callers do: checkpoint it in the background.
+        if (this.#background === undefined) {
+          const helper = startBackgroundCheckpoints(db, true);
+          return async () => helper?.stop();
+        }
+        if (this.#concurrency === undefined) return async () => undefined;
+        // 'adaptive': the worker is there; the sweep hands it the checkpoints until it ends.
+        this.#sweeping += 1;
+        this.#background.engage(true);
+        return async () => {
+          this.#sweeping -= 1;
+          if (this.#sweeping === 0) this.#background?.engage(this.#concurrency?.concurrent === true);
+        };
+      },
+    };
+    return {
+      dialect: sqliteDialect,
+      capabilities: SQLITE_CAPABILITIES,
+      sweepPacing: pacing,
+      async read<T>(body: (conn: SqlConnection) => MaybePromise<T>, options: SignalOption = {}): Promise<T> {
+        options.signal?.throwIfAborted();
+        return tx.read(() => body(conn));
+      },
+      transaction<T>(
+        body: (conn: SqlConnection, handle: SqliteDatabase, contended: boolean) => MaybePromise<T>,
+        options: SqlTransactionOptions = {},
+      ): Promise<T> {
+        return tx.write(() => body(conn, db, false) as T, {
+          ...(options.signal === undefined ? {} : { signal: options.signal }),
+          ...(options.durable === undefined ? {} : { durable: options.durable }),
+        });
+      },
+      close: () => this.close(),
+    };
+  }
+}
+
+/** How many writes one COMMIT may carry (1: no group commit), and when a batch starts. */
+function groupCommitSettings(
+  db: SqliteDatabase,
+  option: SqliteStoreOptions['groupCommit'],
+): TransactorOptions {
+  if (option === false) return { maxBatch: 1 };
+  if (option === true) return { maxBatch: DEFAULT_GROUP_COMMIT_BATCH, gather: 'turn' };
+  if (typeof option === 'object') {
+    return {
+      maxBatch: Math.max(1, Math.floor(option.maxBatch ?? DEFAULT_GROUP_COMMIT_BATCH)),
+      gather: option.gather ?? 'turn',
+    };
+  }
+  // Default: wait a turn for companions only when a COMMIT waits for the disk.
+  return {
+    maxBatch: DEFAULT_GROUP_COMMIT_BATCH,
+    gather: commitWaitsForDisk(db) ? 'turn' : 'adaptive',
+  };
+}
+
+/** Checkpoints in the background where a COMMIT does not wait for the disk (see the option). */
+function defaultCheckpointMode(db: SqliteDatabase): 'background' | 'adaptive' {
+  return commitWaitsForDisk(db) ? 'adaptive' : 'background';
+}
+
+/** Whether each COMMIT fsyncs: synchronous=FULL or EXTRA, or NORMAL with a rollback journal. */
+function commitWaitsForDisk(db: SqliteDatabase): boolean {
+  const synchronous = Number(db.pragma('synchronous', { simple: true }));
+  const journal = String(db.pragma('journal_mode', { simple: true })).toLowerCase();
+  return synchronous >= 2 || (synchronous === 1 && journal !== 'wal');
+}
+
+function withLockRetrySync<T>(
+  clock: Clock,
+  lockTimeoutMs: number,
+  path: string | undefined,
+  body: () => T,
+): T {
+  // Start-up only: several processes may migrate the same file at once.
+  const deadline = clock.monotonic() + lockTimeoutMs;
+  for (;;) {
+    try {
+      return body();
+    } catch (error) {
+      if (!isSqliteBusy(error) || clock.monotonic() > deadline) throw translateSqliteError(error, 50, path);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+    }
+  }
+}
