@@ -7,7 +7,7 @@ import { drizzle as drizzleSqlite } from 'drizzle-orm/better-sqlite3';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { pgTable, text as pgText } from 'drizzle-orm/pg-core';
 import { sqliteTable, text as sqliteText } from 'drizzle-orm/sqlite-core';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
 import type pg from 'pg';
 import type Database from 'better-sqlite3';
 import { PrismaClient } from '../../examples/prisma/generated/client.js';
@@ -18,10 +18,15 @@ import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.j
 import { FaultPoints as Faults } from '../../src/core/fault-points.js';
 import { Executor, type IdempotentOperation } from '../../src/executor/executor.js';
 import type { EffectContext, EffectResult } from '../../src/executor/effect.js';
-import { drizzleStore } from '../../src/integrations/drizzle/index.js';
+import {
+  drizzleStore,
+  type DrizzlePgTransaction,
+  type DrizzleSqliteTransaction,
+} from '../../src/integrations/drizzle/index.js';
 import { kyselyStore } from '../../src/integrations/kysely/index.js';
-import { prismaStore } from '../../src/integrations/prisma/index.js';
+import { prismaStore, type PrismaTransaction } from '../../src/integrations/prisma/index.js';
 import type { IdemStore } from '../../src/ports/idem-store.js';
+import type { IntegrationHarness } from './integration-spec.js';
 import { POSTGRES_URL, postgresAvailable } from './postgres-fixtures.js';
 import type {
   NoteArgs,
@@ -34,12 +39,23 @@ import type {
 
 const NOTES_TABLE_SQL =
   'CREATE TABLE IF NOT EXISTS notes (note_id TEXT PRIMARY KEY, workspace TEXT NOT NULL, body TEXT NOT NULL)';
+/** The application table of the integration spec (Prisma's model Ticket). */
+const TICKETS_TABLE_SQL =
+  'CREATE TABLE IF NOT EXISTS tickets (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, title TEXT NOT NULL)';
+
+export interface TicketRow {
+  id: string;
+  workspace: string;
+  title: string;
+}
 
 /** One ORM's store on a database, and the note insert written through the ORM's own `tx`. */
 interface OrmOpened<Tx> {
   readonly store: IdemStore<Tx>;
   /** Synchronous on a synchronous store (Drizzle on better-sqlite3). */
   insert(tx: Tx, row: NoteRow): void | Promise<void>;
+  /** The same for a `tickets` row. */
+  insertTicket(tx: Tx, row: TicketRow): void | Promise<void>;
   count(table: string): Promise<number>;
   listNotes(): Promise<NoteRow[]>;
   /** Closes the ORM and its connections; `drop` also removes the database. */
@@ -62,6 +78,7 @@ const storeOptions = (options: TestStoreOptions) => ({
 async function pgPool(schema: string): Promise<PgPool> {
   const pool = await openPostgres(POSTGRES_URL, { schema, max: 4 });
   await pool.query(NOTES_TABLE_SQL);
+  await pool.query(TICKETS_TABLE_SQL);
   return pool;
 }
 
@@ -87,12 +104,23 @@ function sqliteHelpers(db: SqliteDatabase, file: string) {
 
 interface NotesDb {
   notes: NoteRow;
+  tickets: TicketRow;
 }
 
 const pgNotes = pgTable('notes', {
   note_id: pgText('note_id').primaryKey(),
   workspace: pgText('workspace').notNull(),
   body: pgText('body').notNull(),
+});
+const pgTickets = pgTable('tickets', {
+  id: pgText('id').primaryKey(),
+  workspace: pgText('workspace').notNull(),
+  title: pgText('title').notNull(),
+});
+const sqliteTickets = sqliteTable('tickets', {
+  id: sqliteText('id').primaryKey(),
+  workspace: sqliteText('workspace').notNull(),
+  title: sqliteText('title').notNull(),
 });
 const sqliteNotes = sqliteTable('notes', {
   note_id: sqliteText('note_id').primaryKey(),
@@ -112,6 +140,7 @@ export const ormHarnesses: readonly OrmHarness[] = [
       const opened: OrmOpened<StoreTx<typeof store>> = {
         store,
         insert: async (tx, row) => void (await tx.insertInto('notes').values(row).execute()),
+        insertTicket: async (tx, row) => void (await tx.insertInto('tickets').values(row).execute()),
         ...helpers,
         async close(drop) {
           if (drop) await helpers.drop();
@@ -127,6 +156,7 @@ export const ormHarnesses: readonly OrmHarness[] = [
     async open(file, options) {
       const database = openSqlite(file);
       database.exec(NOTES_TABLE_SQL);
+      database.exec(TICKETS_TABLE_SQL);
       const db = new Kysely<NotesDb>({
         dialect: new SqliteDialect({ database: database as unknown as Database.Database }),
       });
@@ -135,6 +165,7 @@ export const ormHarnesses: readonly OrmHarness[] = [
       const opened: OrmOpened<StoreTx<typeof store>> = {
         store,
         insert: async (tx, row) => void (await tx.insertInto('notes').values(row).execute()),
+        insertTicket: async (tx, row) => void (await tx.insertInto('tickets').values(row).execute()),
         ...helpers,
         async close(drop) {
           await db.destroy(); // closes the database
@@ -155,6 +186,7 @@ export const ormHarnesses: readonly OrmHarness[] = [
       const opened: OrmOpened<StoreTx<typeof store>> = {
         store,
         insert: async (tx, row) => void (await tx.insert(pgNotes).values(row)),
+        insertTicket: async (tx, row) => void (await tx.insert(pgTickets).values(row)),
         ...helpers,
         async close(drop) {
           if (drop) await helpers.drop();
@@ -170,12 +202,14 @@ export const ormHarnesses: readonly OrmHarness[] = [
     async open(file, options) {
       const database = openSqlite(file);
       database.exec(NOTES_TABLE_SQL);
+      database.exec(TICKETS_TABLE_SQL);
       const db = drizzleSqlite(database as unknown as Database.Database);
       const store = await drizzleStore(db, storeOptions(options));
       const helpers = sqliteHelpers(database, file);
       const opened: OrmOpened<StoreTx<typeof store>> = {
         store,
         insert: (tx, row) => void tx.insert(sqliteNotes).values(row).run(),
+        insertTicket: (tx, row) => void tx.insert(sqliteTickets).values(row).run(),
         ...helpers,
         async close(drop) {
           database.close();
@@ -201,6 +235,7 @@ export const ormHarnesses: readonly OrmHarness[] = [
       const opened: OrmOpened<StoreTx<typeof store>> = {
         store,
         insert: async (tx, row) => void (await tx.note.create({ data: row })),
+        insertTicket: async (tx, row) => void (await tx.ticket.create({ data: row })),
         ...helpers,
         async close(drop) {
           await prisma.$disconnect();
@@ -252,7 +287,10 @@ function noteOperation(
 // How many open stores use each database (a schema or a file), so the last one drops it.
 const users = new Map<string, number>();
 
-async function openOrmTestStore(harness: OrmHarness, options: TestStoreOptions = {}): Promise<TestStore> {
+export async function openOrmTestStore(
+  harness: OrmHarness,
+  options: TestStoreOptions = {},
+): Promise<TestStore & { readonly opened: OrmOpened<unknown> }> {
   const where =
     options.path ??
     (harness.engine === 'postgres'
@@ -272,6 +310,7 @@ async function openOrmTestStore(harness: OrmHarness, options: TestStoreOptions =
   return {
     name: harness.name,
     path: where,
+    opened,
     store: opened.store,
     executor,
     faults,
@@ -292,6 +331,44 @@ async function openOrmTestStore(harness: OrmHarness, options: TestStoreOptions =
     },
   };
 }
+
+/**
+ * An ORM integration as the integration spec opens it: its effect writes a `tickets` row with the
+ * ORM's own transaction (the amount in the title).
+ */
+export function ormIntegration(harness: OrmHarness): () => Promise<IntegrationHarness<unknown>> {
+  return async () => {
+    const t = await openOrmTestStore(harness);
+    return {
+      store: t.store,
+      insertInvoice: (tx, id, workspace, cents) =>
+        t.opened.insertTicket(tx, { id, workspace, title: String(cents) }),
+      countInvoices: () => t.opened.count('tickets'),
+      countReceipts: () => t.countReceipts(),
+      close: () => t.close(),
+    };
+  };
+}
+
+/** Writes one `notes` row through the ORM's transaction, for the port contract suite. */
+export const ormWriteRow: Record<string, (tx: never, id: string) => void | Promise<void>> = {
+  'kysely:postgres': async (tx: Transaction<NotesDb>, id) =>
+    void (await tx
+      .insertInto('notes')
+      .values({ note_id: id, workspace: 'ws-1', body: 'contract' })
+      .execute()),
+  'kysely:sqlite': async (tx: Transaction<NotesDb>, id) =>
+    void (await tx
+      .insertInto('notes')
+      .values({ note_id: id, workspace: 'ws-1', body: 'contract' })
+      .execute()),
+  'drizzle:postgres': async (tx: DrizzlePgTransaction<Record<string, never>>, id) =>
+    void (await tx.insert(pgNotes).values({ note_id: id, workspace: 'ws-1', body: 'contract' })),
+  'drizzle:sqlite': (tx: DrizzleSqliteTransaction<Record<string, never>>, id) =>
+    void tx.insert(sqliteNotes).values({ note_id: id, workspace: 'ws-1', body: 'contract' }).run(),
+  'prisma:postgres': async (tx: PrismaTransaction<PrismaClient>, id) =>
+    void (await tx.note.create({ data: { note_id: id, workspace: 'ws-1', body: 'contract' } })),
+};
 
 /** The ORM integrations as contract-test stores (the PostgreSQL ones where PostgreSQL is up). */
 export const ormStoreFactories: readonly StoreFactory[] = ormHarnesses

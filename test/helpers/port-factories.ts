@@ -8,6 +8,7 @@ import {
   type MemoryTx,
   type StoreContractFactory,
 } from '../../src/testing/index.js';
+import { ormStoreFactories, ormWriteRow } from './orm-fixtures.js';
 import { openPostgresTestStore, postgresAvailable } from './postgres-fixtures.js';
 import { openTestStore, type TestStore, type TestStoreOptions } from './store-fixtures.js';
 
@@ -36,7 +37,7 @@ function testStoreFactory<Tx>(
 ): StoreContractFactory<Tx> {
   return {
     name,
-    optimisticInsert: name === 'postgres',
+    optimisticInsert: name.endsWith('postgres'),
     async open({ clock }) {
       const first = await create({ clock });
       const opened = [first];
@@ -95,4 +96,10 @@ export const portSuites: readonly PortSuite[] = [
   portSuite(memoryFactory),
   portSuite(sqliteFactory),
   ...(postgresAvailable ? [portSuite(postgresFactory)] : []),
+  // The ORM integrations (Kysely, Drizzle, Prisma), each writing its row through the ORM's `tx`.
+  ...ormStoreFactories.map((f) =>
+    portSuite(
+      testStoreFactory<never>(f.name, f.create, ormWriteRow[f.name] as (tx: never, id: string) => void),
+    ),
+  ),
 ];

@@ -73,6 +73,7 @@ export function kyselySqliteDriver<DB>(
   dialect: SqlDialect,
   path?: string,
   options: KyselySqliteOptions = {},
+  reader?: SqlConnection,
 ): SqlDriver<Transaction<DB>> {
   const on = db as unknown as Kysely<unknown>;
   // Waiting for another connection takes real time, whatever clock the store's records use.
@@ -89,11 +90,21 @@ export function kyselySqliteDriver<DB>(
     },
     sweepPacing: { blocksWriters: true },
     async read<T>(body: (conn: SqlConnection) => MaybePromise<T>, signal: SignalOption = {}): Promise<T> {
-      signal.signal?.throwIfAborted();
-      try {
-        return await body(connection(on));
-      } catch (error) {
-        throw translateSqliteOrmError(error, path);
+      const started = clock.monotonic();
+      for (let attempt = 0; ; attempt += 1) {
+        signal.signal?.throwIfAborted();
+        try {
+          // Committed data only: on a connection of its own (Kysely's one connection may be inside
+          // a transaction, and waiting for Kysely's lock would deadlock a body that reads).
+          return await body(reader === undefined ? connection(on) : reader);
+        } catch (error) {
+          const elapsed = clock.monotonic() - started;
+          if (reader !== undefined && isSqliteBusy(sqliteDriverError(error)) && elapsed < lockTimeoutMs) {
+            await clock.sleep(Math.min(50, 1 + 2 ** attempt) * (0.5 + Math.random() / 2), signal);
+            continue;
+          }
+          throw translateSqliteOrmError(error, path);
+        }
       }
     },
     async transaction<T>(

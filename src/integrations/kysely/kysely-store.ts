@@ -6,6 +6,8 @@ import { postgresDialect } from '../../adapters/postgres/postgres-dialect.js';
 import { migrateSqlite } from '../../adapters/sqlite/sqlite-schema.js';
 import type { SqliteDatabase } from '../../adapters/sqlite/sqlite-database.js';
 import { sqliteDialect } from '../../adapters/sqlite/sqlite-dialect.js';
+import { SqliteConnection } from '../../adapters/sqlite/sqlite-connection.js';
+import { openSqlite } from '../../adapters/sqlite/open-sqlite.js';
 import { sqlStore } from '../../adapters/sql/sql-store.js';
 import type { IdemStore } from '../../ports/idem-store.js';
 import { migrateOn } from '../shared/migrate-on.js';
@@ -54,7 +56,20 @@ export async function kyselyStore<DB>(
         }
       }
     }
-    return sqlStore(kyselySqliteDriver(db, sqliteDialect, options.database.name, options), clock);
+    // Idem's reads (and its single-statement writes outside a transaction) go through a second
+    // connection to the file: Kysely's only connection may be inside a call's transaction.
+    const file = options.database.name;
+    const second = file === undefined || file === '' || file === ':memory:' ? undefined : openSqlite(file);
+    second?.pragma('busy_timeout = 0');
+    const driver = kyselySqliteDriver(
+      db,
+      sqliteDialect,
+      file,
+      options,
+      second === undefined ? undefined : new SqliteConnection(second),
+    );
+    const store = sqlStore(driver, clock);
+    return { ...store, close: async () => void second?.close() };
   }
   if (options.migrate ?? true) {
     try {
