@@ -31,7 +31,7 @@ export interface LedgerWrite {
     readonly workerId: string;
     readonly startedAt: number;
   };
-  /** Close every attempt of the operation still open, in the same transaction. */
+  /** Close every attempt of the operation still open, in the same transaction, before `startAttempt`. */
   readonly closeOpenAttempts?: AttemptClosure & { readonly at: number };
 }
 

@@ -99,6 +99,10 @@ export class SqlLedger implements OperationsLedger {
       if (current === undefined) return { record: undefined, written: false };
       const write = decide(current);
       if (write === undefined) return { record: current, written: false };
+      // Open attempts close before a new one opens, so a write that does both keeps the new one open.
+      const close = write.closeOpenAttempts;
+      if (close !== undefined)
+        yield conn.run(sql.closeOpenAttempts, [close.at, close.outcome, close.detail, operationId]);
       const start = write.startAttempt;
       if (start !== undefined) {
         const number = write.change.attemptCount ?? current.attemptCount;
@@ -113,9 +117,6 @@ export class SqlLedger implements OperationsLedger {
       const params = changeParams(current, write.change) as SqlValue[];
       params[5] = bool(params[5] === 1);
       const written = yield* step(conn.all<OperationRow>(sql.patch, params));
-      const close = write.closeOpenAttempts;
-      if (close !== undefined)
-        yield conn.run(sql.closeOpenAttempts, [close.at, close.outcome, close.detail, operationId]);
       return { record: firstRecord(written), written: true };
     }
     return this.#driver.transaction((conn) => run(update(conn), this.#sync, 'a ledger update'), options);
