@@ -55,9 +55,17 @@ function turn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/**
+ * How long (real time) a store may take to reach the awaited point. Bounded by time, not by turns:
+ * a turn is microseconds, a PostgreSQL round trip under CI load can be tens of milliseconds.
+ */
+const PATIENCE_MS = 20_000;
+
 async function untilSleeping(clock: FakeClock): Promise<void> {
-  for (let turns = 0; clock.pendingSleepers === 0; turns += 1) {
-    if (turns > 1000) throw new Error('nothing started sleeping on the fake clock');
+  const deadline = performance.now() + PATIENCE_MS;
+  while (clock.pendingSleepers === 0) {
+    if (performance.now() > deadline)
+      throw new Error(`nothing started sleeping on the fake clock in ${PATIENCE_MS} ms`);
     await turn();
   }
 }
@@ -68,8 +76,10 @@ async function drive<T>(clock: FakeClock, promise: Promise<T>, stepMs = 25): Pro
   const watched = promise.finally(() => {
     settled = true;
   });
-  for (let turns = 0; !settled; turns += 1) {
-    if (turns > 10_000) throw new Error('the promise did not settle while driving the clock');
+  const deadline = performance.now() + PATIENCE_MS;
+  while (!settled) {
+    if (performance.now() > deadline)
+      throw new Error(`the promise did not settle in ${PATIENCE_MS} ms of driving the clock`);
     if (clock.pendingSleepers > 0) clock.advance(stepMs);
     await turn();
   }

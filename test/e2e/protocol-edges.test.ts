@@ -192,7 +192,9 @@ describe('protocol edges over stdio', () => {
         if (line.trim() !== '') answers.push(JSON.parse(line) as Record<string, unknown>);
     });
     const waitFor = async (count: number) => {
-      for (let i = 0; i < 200 && answers.length < count; i += 1) await new Promise((r) => setTimeout(r, 25));
+      // Bounded by time: the first answer waits for the server process to start, slow under load.
+      const deadline = Date.now() + 20_000;
+      while (answers.length < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
       expect(answers.length).toBeGreaterThanOrEqual(count);
     };
     const send = (line: string) => proc.stdin?.write(`${line}\n`);

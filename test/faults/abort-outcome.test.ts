@@ -57,7 +57,7 @@ describe.each(storeFactories)('an aborted call on $name', (factory) => {
       args: DEPLOYMENT_ARGS,
       signal: controller.signal,
     });
-    await vi.waitUntil(() => clock.pendingSleepers > 0);
+    await vi.waitUntil(() => clock.pendingSleepers > 0, { timeout: 10_000 });
     controller.abort();
     const error = abortedError(await retry);
     expect(error).toMatchObject({ code: 'aborted', retryable: true });
