@@ -98,7 +98,7 @@ describe('an agent killed after sending and before receiving', () => {
     expect(noteIdsInDb(dbPath, body)).toEqual(created);
 
     // Exactly two create_note calls reached the server: the first execution and the replay.
-    const calls = server.logs().filter((l) => l.event === 'idem.call' && l.tool === 'create_note@v1');
+    const calls = await server.waitForLogs((l) => l.event === 'idem.call' && l.tool === 'create_note@v1', 2);
     expect(calls.map((l) => l.outcome)).toEqual(['executed', 'replayed']);
 
     const after = IntentJournal.open(journalPath);

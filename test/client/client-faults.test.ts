@@ -33,16 +33,26 @@ const POLICY: Partial<RetryPolicy> = {
   maxDelayMs: 400,
 };
 
-const FAULTS: Array<[string, FaultRule]> = [
-  ['request lost', { fault: 'drop_request', tool: 'create_note' }],
-  ['response lost', { fault: 'drop_response', tool: 'create_note' }],
-  [
-    'response late (after the attempt timed out)',
-    { fault: 'delay_response', tool: 'create_note', delayMs: 2_500 },
-  ],
-  ['connection closed right after sending', { fault: 'close_after_send', tool: 'create_note' }],
-  ['connection closed before the answer', { fault: 'close_before_response', tool: 'create_note' }],
-];
+/**
+ * Over stdio an attempt includes spawning the server process (the client reconnects after a
+ * close), which under CI load can take longer than the HTTP attempt bound: a roomier one, and a
+ * late response later than it.
+ */
+const STDIO_POLICY: Partial<RetryPolicy> = { ...POLICY, attemptTimeoutMs: 5_000, totalMs: 25_000 };
+
+/** One fault of each kind on `create_note`; the late response arrives after `lateMs`. */
+function faultRules(lateMs: number): Array<[string, FaultRule]> {
+  return [
+    ['request lost', { fault: 'drop_request', tool: 'create_note' }],
+    ['response lost', { fault: 'drop_response', tool: 'create_note' }],
+    [
+      'response late (after the attempt timed out)',
+      { fault: 'delay_response', tool: 'create_note', delayMs: lateMs },
+    ],
+    ['connection closed right after sending', { fault: 'close_after_send', tool: 'create_note' }],
+    ['connection closed before the answer', { fault: 'close_before_response', tool: 'create_note' }],
+  ];
+}
 
 const clients: IdemClient[] = [];
 afterEach(async () => {
@@ -78,7 +88,7 @@ describe('the client over Streamable HTTP', () => {
     return idem;
   }
 
-  it.each(FAULTS)('%s: one note, and the caller gets its id', async (_name, rule) => {
+  it.each(faultRules(2_500))('%s: one note, and the caller gets its id', async (_name, rule) => {
     const faults = new TransportFaults().inject(rule);
     const body = `http ${rule.fault} ${randomUUID()}`;
     const outcome = await client(faults).call('create_note', { workspace: 'default', body });
@@ -134,12 +144,12 @@ describe('the client over stdio', () => {
         { ...options, wrap: (t) => faults.wrap(t) },
       );
     };
-    const idem = new IdemClient({ connect, journal: tempJournal().journal, policy: POLICY });
+    const idem = new IdemClient({ connect, journal: tempJournal().journal, policy: STDIO_POLICY });
     clients.push(idem);
     return idem;
   }
 
-  it.each(FAULTS)('%s: one note, and the caller gets its id', async (_name, rule) => {
+  it.each(faultRules(6_000))('%s: one note, and the caller gets its id', async (_name, rule) => {
     const faults = new TransportFaults().inject(rule);
     const body = `stdio ${rule.fault} ${randomUUID()}`;
     const outcome = await client(faults).call('create_note', { workspace: 'default', body });

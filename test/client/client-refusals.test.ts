@@ -13,6 +13,7 @@ import {
   ensureBuilt,
   makeTempDir,
   startServerProcess,
+  type LogLine,
   type ServerProcess,
 } from '../helpers/mcp-fixtures.js';
 
@@ -37,8 +38,9 @@ afterAll(async () => {
 
 /** The server's idem.call lines with this outcome, once the log has caught up with `expected`. */
 async function callLines(outcome: string, expected: number) {
-  const lines = () => server.logs().filter((l) => l.event === 'idem.call' && l.outcome === outcome);
-  for (let i = 0; i < 100 && lines().length < expected; i += 1) await new Promise((r) => setTimeout(r, 10));
+  const match = (l: LogLine) => l.event === 'idem.call' && l.outcome === outcome;
+  const lines = () => server.logs().filter(match);
+  await server.waitForLogs(match, expected);
   await new Promise((r) => setTimeout(r, 100)); // a retry, if one were made, would show up by now
   return lines();
 }

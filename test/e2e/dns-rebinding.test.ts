@@ -91,7 +91,7 @@ describe('Host and Origin validation (DNS rebinding)', () => {
       body: listNotes,
     });
     expect(vite.status).toBe(200);
-    const refusals = srv.logs().filter((line) => line.event === 'http.host_refused');
+    const refusals = await srv.waitForLogs((line) => line.event === 'http.host_refused', 5);
     expect(refusals.map((line) => line.reason)).toEqual([
       'invalid_host',
       'invalid_host',

@@ -23,6 +23,8 @@ import {
   ensureBuilt,
   makeTempDir,
   startServerProcess,
+  waitForLogLines,
+  type LogLine,
   type ServerProcess,
 } from '../helpers/mcp-fixtures.js';
 
@@ -225,7 +227,9 @@ describe('giving up', () => {
     expect(final.attempts).toBe(1);
     await sleep(500); // a retry would have happened by now
     expect((await getOperation(client, opId)).attempts).toBe(1);
-    expect(server.logs().filter((l) => l.event === 'op.attempt' && l.operation_id === opId)).toHaveLength(1);
+    expect(
+      await server.waitForLogs((l) => l.event === 'op.attempt' && l.operation_id === opId, 1),
+    ).toHaveLength(1);
     expect(await provider.deployments()).toEqual([]);
   });
 
@@ -304,7 +308,7 @@ describe('outbox', () => {
       expect.objectContaining({ dedup_key: firstKey, times_received: 1 }),
       expect.objectContaining({ dedup_key: secondKey, times_received: 2 }),
     ]);
-    expect(restarted.server.logs().filter((l) => l.event === 'outbox.delivered')).toHaveLength(1);
+    expect(await restarted.server.waitForLogs((l) => l.event === 'outbox.delivered', 1)).toHaveLength(1);
   });
 });
 
@@ -331,7 +335,9 @@ describe('two worker processes on one database', () => {
     expect(new Set(finals.map((f) => f.resource_id))).toEqual(
       new Set(deployments.map((d) => d.deployment_id)),
     );
-    const attemptsByWorker = workers.map((w) => w.logs().filter((l) => l.event === 'op.attempt').length);
+    const attempt = (l: LogLine) => l.event === 'op.attempt';
+    await waitForLogLines(() => workers.flatMap((w) => w.logs()), attempt, 20);
+    const attemptsByWorker = workers.map((w) => w.logs().filter(attempt).length);
     expect(attemptsByWorker.reduce((a, b) => a + b, 0)).toBe(20);
     console.log(`two workers: op.attempt lines per worker = ${attemptsByWorker.join(' + ')}`);
   });

@@ -21,6 +21,7 @@ import {
   ensureBuilt,
   makeTempDir,
   startServerProcess,
+  waitForLogLines,
   type ServerProcess,
   type Structured,
 } from '../helpers/mcp-fixtures.js';
@@ -175,6 +176,11 @@ describe.each(MODES)('provider mode %s: a crash or lost response never deploys t
       // Key mode: a second attempt after the provider had applied the first one was a replay.
       if (mode === 'key' && (window === 'after_provider_reply' || window === 'drop_response')) {
         expect(final.attempts).toBe(2);
+        await waitForLogLines(
+          () => provider.logs(),
+          (l) => l.event === 'provider.deployment_replayed',
+          1,
+        );
         expect(providerEvents('provider.deployment_replayed')).toBe(1);
       }
     } else {

@@ -103,7 +103,7 @@ describe('HTTP limits', () => {
     const atLimit = await rawRequest({ port: srv.port, headers: MCP_HEADERS, body: 'x'.repeat(64 * 1024) });
     expect(atLimit.status).toBe(400);
     expect((await rawRequest({ port: srv.port, headers: MCP_HEADERS, body: ping })).status).toBe(200);
-    expect(srv.logs().filter((l) => l.event === 'http.too_large')).toHaveLength(3);
+    expect(await srv.waitForLogs((l) => l.event === 'http.too_large', 3)).toHaveLength(3);
   });
 
   it('IdemClient records a 413 as a definite invalid_argument refusal, not outcome_unknown', async () => {
@@ -176,6 +176,8 @@ describe('HTTP limits', () => {
       if (status !== 200) await new Promise((r) => setTimeout(r, 50));
     }
     expect(status).toBe(200);
-    expect(srv.logs().filter((l) => l.event === 'http.over_budget').length).toBeGreaterThanOrEqual(6);
+    expect((await srv.waitForLogs((l) => l.event === 'http.over_budget', 6)).length).toBeGreaterThanOrEqual(
+      6,
+    );
   });
 });

@@ -249,10 +249,7 @@ describe('reference server over Streamable HTTP with bearer tokens', () => {
     expect(await known.json()).toMatchObject({ jsonrpc: '2.0', id: 1, result: { serverInfo: {} } });
 
     await expect(connectHttp(srv.url)).rejects.toThrow();
-    const reasons = srv
-      .logs()
-      .filter((l) => l.event === 'http.unauthorized')
-      .map((l) => l.reason);
+    const reasons = (await srv.waitForLogs((l) => l.event === 'http.unauthorized', 2)).map((l) => l.reason);
     expect(reasons).toEqual(expect.arrayContaining(['missing_token', 'unknown_token']));
   });
 
@@ -345,7 +342,7 @@ describe('reference server over Streamable HTTP with bearer tokens', () => {
     expect(bad.status).toBe(401);
     await bad.body?.cancel();
 
-    const calls = srv.logs().filter((l) => l.event === 'idem.call');
+    const calls = await srv.waitForLogs((l) => l.event === 'idem.call', 3);
     expect(calls.map((l) => l.outcome)).toEqual(['executed', 'replayed', 'payload_conflict']);
     for (const line of calls) {
       expect(line).toMatchObject({

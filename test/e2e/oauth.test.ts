@@ -183,7 +183,7 @@ describe('idem serve as an OAuth 2.1 resource server (JWT access tokens)', () =>
       expect(challenge, name).toContain('resource_metadata="');
     }
     expect((await post(srv, valid)).status).toBe(200);
-    const refusals = srv.logs().filter((l) => l.event === 'http.unauthorized');
+    const refusals = await srv.waitForLogs((l) => l.event === 'http.unauthorized', cases.length);
     expect(refusals).toHaveLength(cases.length);
     expect(refusals.every((l) => l.reason === 'invalid_token')).toBe(true);
   });

@@ -89,9 +89,11 @@ describe('unknown argument keys over HTTP', () => {
       body: '{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"list_notes","arguments":{"workspace":"default","__proto__":{}}}}',
     });
     expect((read.json() as ToolCallAnswer).result?.structuredContent?.error?.code).toBe('invalid_argument');
-    expect(srv.logs().filter((l) => l.event === 'http.refused' && l.reason === 'prototype_key')).toHaveLength(
+    const refused = await srv.waitForLogs(
+      (l) => l.event === 'http.refused' && l.reason === 'prototype_key',
       5,
     );
+    expect(refused).toHaveLength(5);
   });
 
   it('an SDK client sending a __proto__ argument gets the same refusal', async () => {

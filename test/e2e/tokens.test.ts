@@ -207,6 +207,7 @@ describe('tokens file over HTTP: a reload that fails', () => {
         'the valid file accepts alice again',
         async () => (await statusWith(srv.url, wide)) === 200,
       );
+      await srv.waitForLogs((l) => l.event === 'tokens.reloaded', 1);
       expect(events(srv, 'tokens.reloaded')).toEqual([
         expect.objectContaining({ level: 'info', file: tokensPath, tokens: 3 }),
       ]);

@@ -105,8 +105,13 @@ export interface ServerProcess {
   readonly proc: ChildProcess;
   /** Every stderr line so far, raw. */
   stderrLines(): string[];
-  /** The stderr lines that parse as JSON objects. */
+  /** The stderr lines that parse as JSON objects, as far as they have been read. */
   logs(): LogLine[];
+  /**
+   * The log lines that `match`, once there are at least `count` of them. A reply can reach the test
+   * before the stderr line the server wrote for it (two pipes, one event loop): read counts with this.
+   */
+  waitForLogs(match: (line: LogLine) => boolean, count: number, timeoutMs?: number): Promise<LogLine[]>;
   /** Everything written to stdout so far (the HTTP server writes nothing there). */
   stdout(): string;
   kill(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -168,15 +173,17 @@ export async function startServerProcess(options: StartServerOptions = {}): Prom
     });
   });
   const url = await ready;
+  const logs = (): LogLine[] =>
+    (partial === '' ? lines : [...lines, partial])
+      .map(parseJsonLine)
+      .filter((l): l is LogLine => l !== undefined);
   return {
     url,
     port,
     proc,
     stderrLines: () => (partial === '' ? [...lines] : [...lines, partial]),
-    logs: () =>
-      (partial === '' ? lines : [...lines, partial])
-        .map(parseJsonLine)
-        .filter((l): l is LogLine => l !== undefined),
+    logs,
+    waitForLogs: (match, count, timeoutMs) => waitForLogLines(logs, match, count, timeoutMs),
     kill: (signal: NodeJS.Signals = 'SIGKILL') => {
       if (!exited(proc)) proc.kill(signal);
       return waitForExitOf(proc);
@@ -184,6 +191,24 @@ export async function startServerProcess(options: StartServerOptions = {}): Prom
     waitForExit: () => waitForExitOf(proc),
     stdout: () => stdout,
   };
+}
+
+/** Polls `logs` until `count` lines `match` (or fails after `timeoutMs`, naming what it saw). */
+export async function waitForLogLines(
+  logs: () => LogLine[],
+  match: (line: LogLine) => boolean,
+  count: number,
+  timeoutMs = 10_000,
+): Promise<LogLine[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = logs().filter(match);
+    if (found.length >= count) return found;
+    if (Date.now() >= deadline) {
+      throw new Error(`expected ${count} matching log line(s) within ${timeoutMs} ms, found ${found.length}`);
+    }
+    await new Promise((resolveLater) => setTimeout(resolveLater, 20));
+  }
 }
 
 export function parseJsonLine(line: string): LogLine | undefined {
