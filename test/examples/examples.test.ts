@@ -273,7 +273,7 @@ describe('README example command-tools (a stdio server with named commands)', ()
     const accepted = await callTool(client, 'run_command', args);
     expect(accepted.sc.status).toBe('accepted');
     let read = await callTool(client, 'read_command_output', { operation_id: accepted.sc.operation_id });
-    for (let i = 0; i < 200 && read.sc.finished !== true; i += 1) {
+    for (const deadline = Date.now() + 20_000; read.sc.finished !== true && Date.now() < deadline;) {
       await new Promise((resolve) => setTimeout(resolve, 25));
       read = await callTool(client, 'read_command_output', { operation_id: accepted.sc.operation_id });
     }

@@ -43,7 +43,8 @@ function capturingLogger(lines: LogFields[]): Logger {
 /** Resolves once the pool has dropped every connection it held (they died with the server side). */
 async function drained(pool: PgPool): Promise<void> {
   const counted = pool as unknown as pg.Pool;
-  for (let i = 0; i < 400 && counted.totalCount > 0; i += 1) await new Promise((r) => setTimeout(r, 10));
+  const deadline = Date.now() + 10_000;
+  while (counted.totalCount > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   expect(counted.totalCount).toBe(0);
 }
 
