@@ -15,6 +15,11 @@ import type { ServerApp } from '../server/server-app.js';
 import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec } from './database-options.js';
 import { serveStdio } from '../server/stdio-server.js';
 import { startSweeper } from '../server/sweeper.js';
+import { pruneCommandOutput } from '../commands/prune-command-output.js';
+import type { Clock } from '../core/clock.js';
+import { storageCauseFields } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import type { OperationsLedger } from '../ports/operations-ledger.js';
 import { TokenRegistry, type Grant } from '../server/token-registry.js';
 import { CliError } from './cli-error.js';
 import { durationOption, dutyOption, intOption } from './options.js';
@@ -40,7 +45,8 @@ ${DATABASE_HELP}
                              "dev" (or $IDEM_PRINCIPAL on stdio) and workspace "default".
                              With --stdio, $IDEM_TOKEN names the token to act as.
 ${HTTP_HELP}
-  --retention DUR            how long receipts replay, and delivered webhooks are kept (default 24h)
+  --retention DUR            how long receipts replay, and delivered webhooks and command output
+                             are kept (default 24h)
   --tombstone-retention DUR  how long an expired key is refused after that (default 30d)
   --lock-timeout DUR         wait for the write lock before answering busy (default 5s)
   --sweep-interval DUR       how often expired receipts are swept (default 60s)
@@ -197,6 +203,9 @@ export async function serveCommand(argv: string[]): Promise<void> {
     outboxRetentionMs: retentionMs,
     clock: app.clock,
     logger,
+    ...(commands === undefined
+      ? {}
+      : { afterSweep: pruneAfterSweep(commands.handler.outputDir, app.store.ledger, app.clock, logger) }),
   });
 
   if (devGrant !== undefined) {
@@ -252,4 +261,40 @@ export async function serveCommand(argv: string[]): Promise<void> {
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+/**
+ * The sweeper's `afterSweep` with `--commands`: removes the output files of the operations the
+ * sweep (this server's or another's on the same database) turned into tombstones. Logs counts only.
+ */
+function pruneAfterSweep(
+  dir: string,
+  ledger: Pick<OperationsLedger, 'get'>,
+  clock: Clock,
+  logger: Logger,
+): (options: { signal: AbortSignal }) => Promise<void> {
+  return async ({ signal }) => {
+    const started = clock.monotonic();
+    try {
+      const result = await pruneCommandOutput(dir, ledger, { signal });
+      if (result.files > 0)
+        logger.info('commands.output_pruned', {
+          operations: result.operations,
+          files: result.files,
+          duration_ms: Math.round(clock.monotonic() - started),
+        });
+      if (result.failed > 0)
+        logger.warn('commands.output_prune_failed', {
+          failed: result.failed,
+          code: result.failureCode ?? 'error',
+          output_dir: dir,
+        });
+    } catch (error) {
+      if (signal.aborted) return;
+      logger.warn('commands.output_prune_failed', {
+        code: (error as { code?: string }).code ?? 'internal',
+        ...storageCauseFields(error),
+      });
+    }
+  };
 }

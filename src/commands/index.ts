@@ -1,7 +1,8 @@
 /**
  * `idem/commands`: retry-safe command execution. A named command runs once per idempotency key as
  * a durable operation (`CommandHandler` in a Worker, `run_command` on the MCP server), its output
- * is kept bounded in a file, and its completion evidence in the ledger.
+ * is kept bounded in a file (removed with the receipt: `pruneCommandOutput`), and its completion
+ * evidence in the ledger.
  */
 export {
   CommandHandler,
@@ -38,5 +39,6 @@ export {
   type OutputRead,
   type OutputSummary,
 } from './command-output.js';
+export { pruneCommandOutput, type PruneResult } from './prune-command-output.js';
 export { runProcess, type ProcessRun, type RunProcessOptions, type StopCause } from './command-process.js';
 export { startCommandWorkers, type CommandWorkersOptions } from './command-workers.js';

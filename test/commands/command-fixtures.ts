@@ -10,9 +10,13 @@ import { commandTools } from '../../src/commands/command-tools.js';
 import type { IdemTool } from '../../src/mcp/idem-tool.js';
 import { Worker } from '../../src/operations/worker.js';
 import type { IdemStore } from '../../src/ports/idem-store.js';
+import { memoryStore } from '../../src/testing/memory-store.js';
 import { memoryLogger, openEngineStore, tempDir, type Engine } from '../operations/operations-fixtures.js';
 
 export const WORKSPACE = 'team-a';
+
+/** The stores a command harness runs on: the worker tests' engines, and the memory store. */
+export type CommandEngine = Engine | 'memory';
 
 export interface CommandHarness {
   readonly dir: string;
@@ -44,13 +48,16 @@ export interface CommandHarness {
  * may append to, to prove how often it ran), the two tools on an Executor, and workers on demand.
  */
 export async function commandHarness(
-  engine: Engine,
+  engine: CommandEngine,
   commands: Record<string, Record<string, unknown>>,
   options: { killGraceMs?: number; serverEnv?: Record<string, string> } = {},
 ): Promise<CommandHarness> {
   const dir = tempDir();
   const side = join(dir, 'side.txt');
-  const store = await openEngineStore(engine, join(dir, 'idem.sqlite'), systemClock);
+  const store =
+    engine === 'memory'
+      ? (memoryStore() as IdemStore)
+      : await openEngineStore(engine, join(dir, 'idem.sqlite'), systemClock);
   const withSide: Record<string, Record<string, unknown>> = {};
   for (const [name, spec] of Object.entries(commands)) {
     withSide[name] = { ...spec, env: { ...((spec.env as Record<string, string>) ?? {}), SIDE: side } };

@@ -226,6 +226,35 @@ describe.each(engines)('idem serve --commands on %s', (engine) => {
     expect((await getOperation(client, opId)).attempts).toBe(1);
   });
 
+  it("output files go once the operation's receipt is swept (--retention), logged as counts only", async () => {
+    const s = setup(engine);
+    const server = await startServerProcess({
+      args: [...s.args, '--retention', '2s', '--sweep-interval', '200ms'],
+    });
+    const client = await connect(server);
+    const key = randomUUID();
+    const opId = (await run(client, 'fail', key)).sc.operation_id as string;
+    expect((await waitForOperation(client, opId)).status).toBe('failed');
+    // While the record exists its output is there: read_command_output reads it from the file.
+    const read = await callTool(client, 'read_command_output', { operation_id: opId });
+    expect(read.sc).toMatchObject({ finished: true, started: true });
+    expect(read.sc.output).toContain('ERROR: duplicate key');
+
+    const [pruned] = await server.waitForLogs((l) => l.event === 'commands.output_pruned', 1, 15_000);
+    expect(pruned).toMatchObject({ level: 'info', operations: 1, files: 2 });
+    expect(existsSync(join(s.outputDir, `${opId}.out`))).toBe(false);
+    expect(existsSync(join(s.outputDir, `${opId}.json`))).toBe(false);
+    expect(existsSync(s.outputDir)).toBe(true);
+    // The receipt is a tombstone now: the key is refused, the command never runs again.
+    const again = await run(client, 'fail', key);
+    expect(again.sc.error).toMatchObject({ code: 'key_expired' });
+    expect((await callTool(client, 'read_command_output', { operation_id: opId })).sc.error).toMatchObject({
+      code: 'not_found',
+    });
+    expect(s.sideLines()).toEqual(['ran']);
+    expect(server.stderrLines().join('\n')).not.toContain('ERROR: duplicate key');
+  });
+
   it('cancel_operation during a long command: cancelled, with the evidence', async () => {
     const s = setup(engine);
     const server = await startServerProcess({ args: s.args });

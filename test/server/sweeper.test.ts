@@ -4,6 +4,17 @@ import { startSweeper } from '../../src/server/sweeper.js';
 import type { IdemStore } from '../../src/ports/idem-store.js';
 import type { SweepOptions, SweepResult } from '../../src/ports/housekeeping.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
+import { IdemError } from '../../src/core/errors.js';
+import { memoryLogger } from '../operations/operations-fixtures.js';
+
+/** Polls (real time) until `check` holds, or fails after `timeoutMs`. */
+async function until(check: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const end = performance.now() + timeoutMs;
+  while (!check()) {
+    if (performance.now() > end) throw new Error('condition not reached in time');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 
 /** A store that only records the options of each sweep it is asked for. */
 function recordingStore(calls: SweepOptions[]): Pick<IdemStore, 'housekeeping'> {
@@ -47,5 +58,81 @@ describe('startSweeper', () => {
   it("passes the receipts' retention for delivered outbox messages, and none when unset", async () => {
     expect((await firstSweep(undefined, 86_400_000)).outboxRetentionMs).toBe(86_400_000);
     expect((await firstSweep()).outboxRetentionMs).toBeUndefined();
+  });
+});
+
+describe('startSweeper afterSweep', () => {
+  it('runs after each sweep, also a failed one, never beside the next sweep', async () => {
+    const events: string[] = [];
+    let sweeps = 0;
+    const store: Pick<IdemStore, 'housekeeping'> = {
+      housekeeping: {
+        sweep: async () => {
+          events.push('sweep');
+          sweeps += 1;
+          if (sweeps === 2) throw new IdemError('unavailable', 'locked');
+          return { tombstoned: 0, tombstonesDeleted: 0, outboxDeleted: 0, batches: 0 };
+        },
+      },
+    };
+    const logger = memoryLogger();
+    const stop = startSweeper(store, {
+      intervalMs: 5,
+      batchSize: 50,
+      tombstoneTtlMs: 1000,
+      clock: new FakeClock(),
+      logger,
+      afterSweep: async ({ signal }) => {
+        expect(signal.aborted).toBe(false);
+        events.push('after');
+        // Slower than the interval: the ticks in between must not start another sweep.
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        events.push('after done');
+      },
+    });
+    await until(() => events.filter((e) => e === 'after done').length >= 3);
+    await stop();
+    expect(events.slice(0, 9)).toEqual([
+      'sweep',
+      'after',
+      'after done',
+      'sweep',
+      'after',
+      'after done',
+      'sweep',
+      'after',
+      'after done',
+    ]);
+    expect(logger.events('idem.sweep_failed')).toEqual([{ code: 'unavailable' }]);
+  });
+
+  it('stopping aborts its signal and waits for it; a throw is logged and the next sweep still runs', async () => {
+    const calls: SweepOptions[] = [];
+    const logger = memoryLogger();
+    let hooks = 0;
+    let aborted = false;
+    let settled = false;
+    const stop = startSweeper(recordingStore(calls), {
+      intervalMs: 5,
+      batchSize: 50,
+      tombstoneTtlMs: 1000,
+      clock: new FakeClock(),
+      logger,
+      afterSweep: async ({ signal }) => {
+        hooks += 1;
+        if (hooks === 1) throw new IdemError('unavailable', 'the directory cannot be listed');
+        // The second one runs until it is stopped.
+        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        aborted = signal.aborted;
+        settled = true;
+      },
+    });
+    await until(() => hooks === 2);
+    await stop();
+    expect(aborted).toBe(true);
+    expect(settled).toBe(true);
+    expect(calls).toHaveLength(2);
+    expect(logger.events('idem.after_sweep_failed')).toEqual([{ code: 'unavailable' }]);
   });
 });
