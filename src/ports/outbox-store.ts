@@ -20,7 +20,10 @@ export interface OutboxStore {
    */
   claim(options: ClaimOptions & { readonly limit: number }): Promise<OutboxMessage[]>;
   /**
-   * MUST apply only while `workerId` holds the message's lease (true if it did), and release it:
+   * MUST apply only while `workerId` holds the message's lease (true if it did), and release it. A
+   * lease past its expiry that nobody has claimed since is still held: the send it covered happened,
+   * and recording it prevents a resend. After another claim, the old holder is refused.
+   *
    * `delivered` marks it sent; `retry` makes it due at `at` with `error`; `dead` makes it a dead
    * letter (never claimed until re-queued), only if neither delivered nor dead.
    */

@@ -122,6 +122,22 @@ export function outboxCases<Tx>(): Array<Case<Tx>> {
       },
     ],
     [
+      'outbox.settle: a holder past its lease, not yet taken over, still settles (the send happened)',
+      async (h) => {
+        await enqueue(h, 'key-1', ['note-1', 'note-2']);
+        const claimed = await claim(h, 'd1');
+        h.advance(LEASE_MS + 1);
+        const sent = byKey(claimed, 'note-1');
+        assert.equal(await h.store.outbox.settle(sent.id, 'd1', { kind: 'delivered', at: h.now }), true);
+        const later = byKey(claimed, 'note-2');
+        assert.equal(
+          await h.store.outbox.settle(later.id, 'd1', { kind: 'retry', at: h.now + YEAR, error: 'http_503' }),
+          true,
+        );
+        same(await claim(h, 'd2'), [], 'neither is due: one delivered, one retried a year from now');
+      },
+    ],
+    [
       'outbox.settle: applies only for the lease holder; after a takeover the old holder is refused',
       async (h) => {
         await enqueue(h, 'key-1', ['note-1']);
