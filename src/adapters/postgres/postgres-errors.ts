@@ -67,19 +67,30 @@ export function isConnectionLoss(error: unknown): boolean {
 }
 
 /**
+ * node-postgres's pool gave up waiting for a free connection (`connectionTimeoutMillis`): no
+ * statement ran. An ORM on a pg Pool (Kysely, Drizzle, Prisma's adapter) reports it from its own
+ * transaction or query call, so it reaches translatePgError as well as translateConnectError.
+ */
+export function isPoolWaitTimeout(error: unknown): boolean {
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' && /timeout exceeded when trying to connect/i.test(message);
+}
+
+function poolBusy(error: unknown): IdemError {
+  return new IdemError('busy', 'every database connection of this process is in use; nothing was done', {
+    retryAfterMs: 100,
+    cause: error,
+  });
+}
+
+/**
  * A connection could not be taken from the pool or opened: nothing was done. A wait for a pooled
  * connection that timed out is `busy` (this process's own connections are all in use); a server
  * that refuses, is not there, has no such database or refuses the login is `unavailable`.
  */
 export function translateConnectError(error: unknown, target?: PgTarget): IdemError {
   if (isIdemError(error)) return error;
-  const message = (error as { message?: unknown } | null)?.message;
-  if (typeof message === 'string' && /timeout exceeded when trying to connect/i.test(message)) {
-    return new IdemError('busy', 'every database connection of this process is in use; nothing was done', {
-      retryAfterMs: 100,
-      cause: error,
-    });
-  }
+  if (isPoolWaitTimeout(error)) return poolBusy(error);
   return (
     connectFault(error, target) ??
     (isConnectionLoss(error)
@@ -103,6 +114,8 @@ export function translatePgError(
   options: { duringCommit?: boolean; target?: PgTarget } = {},
 ): IdemError {
   if (isIdemError(error)) return error;
+  // Before any statement: nothing ran, also when the caller was about to COMMIT.
+  if (isPoolWaitTimeout(error)) return poolBusy(error);
   const { target } = options;
   if (isConnectionLoss(error) && options.duringCommit) {
     return new IdemError('outcome_unknown', 'the database connection was lost during COMMIT', {

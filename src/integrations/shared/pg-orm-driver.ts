@@ -3,6 +3,7 @@ import { isIdemError } from '../../core/errors.js';
 import { identityLockKey } from '../../adapters/postgres/call-statements.js';
 import {
   isConnectionLoss,
+  isPoolWaitTimeout,
   isRetryableInAdapter,
   sqlState,
   translatePgError,
@@ -157,7 +158,10 @@ export function pgOrmDriver<Db, Tx>(
   };
 }
 
-/** True when `error` looks like a node-postgres error or a socket error: a SQLSTATE or a connection fault. */
+/**
+ * True when `error` looks like a node-postgres error or a socket error: a SQLSTATE, a connection
+ * fault, or the pool's wait for a free connection timing out.
+ */
 export function isPgDriverError(error: unknown): boolean {
-  return sqlState(error) !== undefined || isConnectionLoss(error);
+  return sqlState(error) !== undefined || isConnectionLoss(error) || isPoolWaitTimeout(error);
 }
