@@ -29,7 +29,15 @@ interface Subject {
   hold(): Promise<() => Promise<void>>;
 }
 
-const POOL = { max: 1, connectionTimeoutMillis: 300 };
+type PoolOptions = { connectionTimeoutMillis: number };
+
+/** One connection, so that holding it leaves none; a short wait for it unless a test says otherwise. */
+const poolConfig = (schema: string, options: PoolOptions = { connectionTimeoutMillis: 300 }) => ({
+  connectionString: POSTGRES_URL,
+  options: `-c search_path=${schema}`,
+  max: 1,
+  ...options,
+});
 
 /** A holder for a pg Pool: the one connection checked out until released. */
 function poolHolder(pool: pg.Pool): () => Promise<() => Promise<void>> {
@@ -39,15 +47,11 @@ function poolHolder(pool: pg.Pool): () => Promise<() => Promise<void>> {
   };
 }
 
-const subjects: Array<[string, (schema: string) => Promise<Subject>]> = [
+const subjects: Array<[string, (schema: string, pool?: PoolOptions) => Promise<Subject>]> = [
   [
     'pg Pool (PostgresStore)',
-    async (schema) => {
-      const pool = new pg.Pool({
-        connectionString: POSTGRES_URL,
-        options: `-c search_path=${schema}`,
-        ...POOL,
-      });
+    async (schema, options) => {
+      const pool = new pg.Pool(poolConfig(schema, options));
       onTestFinished(() => pool.end());
       const store = await PostgresStore.create(pool);
       return {
@@ -63,12 +67,8 @@ const subjects: Array<[string, (schema: string) => Promise<Subject>]> = [
   ],
   [
     'kysely:postgres',
-    async (schema) => {
-      const pool = new pg.Pool({
-        connectionString: POSTGRES_URL,
-        options: `-c search_path=${schema}`,
-        ...POOL,
-      });
+    async (schema, options) => {
+      const pool = new pg.Pool(poolConfig(schema, options));
       const db = new Kysely<{ tickets: { id: string; title: string } }>({
         dialect: new PostgresDialect({ pool }),
       });
@@ -86,12 +86,8 @@ const subjects: Array<[string, (schema: string) => Promise<Subject>]> = [
   ],
   [
     'drizzle:postgres',
-    async (schema) => {
-      const pool = new pg.Pool({
-        connectionString: POSTGRES_URL,
-        options: `-c search_path=${schema}`,
-        ...POOL,
-      });
+    async (schema, options) => {
+      const pool = new pg.Pool(poolConfig(schema, options));
       onTestFinished(() => pool.end());
       const db = drizzle(pool);
       const store = await drizzleStore(db);
@@ -107,12 +103,9 @@ const subjects: Array<[string, (schema: string) => Promise<Subject>]> = [
   ],
   [
     'prisma:postgres',
-    async (schema) => {
+    async (schema, options) => {
       const prisma = new PrismaClient({
-        adapter: new PrismaPg(
-          { connectionString: POSTGRES_URL, options: `-c search_path=${schema}`, ...POOL },
-          { schema },
-        ),
+        adapter: new PrismaPg(poolConfig(schema, options), { schema }),
       });
       onTestFinished(() => prisma.$disconnect());
       const store = await prismaStore(prisma);
@@ -200,6 +193,29 @@ describe.runIf(postgresAvailable)('every pooled connection in use', () => {
     expect(await count('tickets')).toBe(1);
     expect(await count('idem_operations')).toBe(1);
   });
+
+  it.each(subjects)(
+    '%s: a caller that gives up while waiting for a connection gets aborted at once, nothing written',
+    async (_name, open) => {
+      const { schema, count } = await freshSchema();
+      // The pool would wait 20 s for a connection; the caller gives up after 100 ms.
+      const subject = await open(schema, { connectionTimeoutMillis: 20_000 });
+      const executor = new Executor({ store: subject.store, authorize: () => true });
+      const operation = ticketOperation(subject);
+
+      const release = await subject.hold();
+      const started = performance.now();
+      const gaveUp = await executor.run(operation, { ...call, signal: AbortSignal.timeout(100) });
+      const waitedMs = performance.now() - started;
+      expect(gaveUp).toMatchObject({ ok: false, error: { code: 'aborted', retryable: true } });
+      expect(waitedMs, 'not the pool wait of 20 s').toBeLessThan(10_000);
+
+      await release();
+      expect(await executor.run(operation, call)).toMatchObject({ ok: true, replayed: false });
+      expect(await count('tickets')).toBe(1);
+      expect(await count('idem_operations')).toBe(1);
+    },
+  );
 
   it('prisma: the interactive transaction cannot start within maxWait (P2028): busy, nothing written', async () => {
     const { schema, count } = await freshSchema();

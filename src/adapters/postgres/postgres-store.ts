@@ -17,6 +17,7 @@ import {
 } from './postgres-errors.js';
 import type { PgClient, PgPool, PgQueryResult } from './postgres-pool.js';
 import { migratePostgres } from './postgres-schema.js';
+import { abandonOnAbort } from '../../core/abandon-on-abort.js';
 
 export interface PostgresStoreOptions {
   /** `lock_timeout` of each write transaction: beyond it the call answers `busy`. Default 5000 ms. */
@@ -85,10 +86,12 @@ export function postgresDriver(
   const named = options.preparedStatements ?? true;
   const lockTimeoutMs = Math.max(1, Math.round(options.lockTimeoutMs ?? 5000));
   const maxRetries = options.maxRetries ?? 5;
-  const connect = async (): Promise<PgClient> => {
+  /** A pooled client; an abort while waiting for one ends the wait (a late client goes back). */
+  const connect = async (signal: AbortSignal | undefined): Promise<PgClient> => {
     try {
-      return await pool.connect();
+      return await abandonOnAbort(pool.connect(), signal, { onLate: (client) => client.release() });
     } catch (error) {
+      if (signal?.aborted === true && error === signal.reason) throw error;
       throw translateConnectError(error, target);
     }
   };
@@ -97,7 +100,7 @@ export function postgresDriver(
     capabilities: POSTGRES_CAPABILITIES,
     async read<T>(body: (conn: SqlConnection) => MaybePromise<T>, signal: SignalOption = {}): Promise<T> {
       signal.signal?.throwIfAborted();
-      const client = await connect();
+      const client = await connect(signal.signal);
       try {
         const value = await body(new PostgresConnection(client, named));
         client.release();
@@ -124,7 +127,7 @@ export function postgresDriver(
       const begin = `BEGIN; SET LOCAL lock_timeout = ${lockTimeoutMs}${lock}`;
       for (let attempt = 0; ; attempt += 1) {
         txOptions.signal?.throwIfAborted();
-        const client = await connect();
+        const client = await connect(txOptions.signal);
         let committing = false;
         try {
           const begun = await client.query<{ free?: boolean }>(begin);

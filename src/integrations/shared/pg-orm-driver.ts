@@ -1,4 +1,5 @@
 import { systemClock } from '../../core/clock.js';
+import { abandonOnAbort } from '../../core/abandon-on-abort.js';
 import { isIdemError } from '../../core/errors.js';
 import { identityLockKey } from '../../adapters/postgres/call-statements.js';
 import {
@@ -92,7 +93,8 @@ export function pgOrmDriver<Db, Tx>(
     async read<T>(body: (conn: SqlConnection) => MaybePromise<T>, signal: SignalOption = {}): Promise<T> {
       signal.signal?.throwIfAborted();
       try {
-        return await body(connection(orm.db));
+        // A read has no effect: an abort may leave it to finish unheard (e.g. waiting for a connection).
+        return await abandonOnAbort((async () => body(connection(orm.db)))(), signal.signal);
       } catch (error) {
         throw translate(error, false);
       }
@@ -106,8 +108,12 @@ export function pgOrmDriver<Db, Tx>(
       for (let attempt = 0; ; attempt += 1) {
         signal?.throwIfAborted();
         let returned = false;
+        let begun = false;
         try {
-          return await orm.transaction(async (tx) => {
+          const running = orm.transaction(async (tx) => {
+            // Aborted while the ORM waited for a connection: nothing ran yet, so nothing will.
+            signal?.throwIfAborted();
+            begun = true;
             // One round trip: the transaction's lock bound and the identity's lock (the select
             // list is evaluated left to right, so the bound applies to the lock's own wait; the
             // void of pg_advisory_xact_lock is read as a boolean, which every ORM can decode).
@@ -142,6 +148,8 @@ export function pgOrmDriver<Db, Tx>(
             returned = true;
             return value;
           });
+          // Until the first statement, an abort ends the wait; after it, the real outcome counts.
+          return await abandonOnAbort(running, signal, { abandonable: () => !begun });
         } catch (error) {
           const cause = isIdemError(error) ? undefined : orm.driverError(error);
           if (!returned && cause !== undefined && isRetryableInAdapter(cause) && attempt < maxRetries) {
