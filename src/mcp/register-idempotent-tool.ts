@@ -1,14 +1,8 @@
 import type { McpServer, RegisteredTool, ServerContext } from '@modelcontextprotocol/server';
-import type { Executor } from '../executor/executor.js';
 import { withCachedJsonSchema } from './advertised-schema.js';
-import type { IdemTool, ToolInput } from './idem-tool.js';
-import {
-  durableTool,
-  idempotentTool,
-  type DurableToolConfig,
-  type IdempotentToolConfig,
-} from './idempotent-tool.js';
+import type { IdemTool } from './idem-tool.js';
 import { principalFromAuthInfo, toolCallContext } from './principal.js';
+import { toolRegistrars } from './tool-registrars.js';
 
 /** The authenticated principal of an SDK v2 tool call: `ctx.http?.authInfo.extra.principal`. */
 export function principalOf(ctx: Pick<ServerContext, 'http'>): string | undefined {
@@ -35,20 +29,10 @@ export function registerIdemTool(server: McpServer, tool: IdemTool): RegisteredT
   );
 }
 
-/** Registers a mutating tool that keeps the retry contract (see `idempotentTool`). */
-export function registerIdempotentTool<App, Input extends ToolInput>(
-  server: McpServer,
-  executor: Executor<App>,
-  config: IdempotentToolConfig<App, Input>,
-): RegisteredTool {
-  return registerIdemTool(server, idempotentTool(executor, config));
-}
+const registrars = toolRegistrars<McpServer, RegisteredTool>(registerIdemTool);
 
-/** Registers a long-running tool executed by a worker (see `durableTool`). */
-export function registerDurableTool<App, Input extends ToolInput>(
-  server: McpServer,
-  executor: Executor<App>,
-  config: DurableToolConfig<Input>,
-): RegisteredTool {
-  return registerIdemTool(server, durableTool(executor, config));
-}
+/** Registers a mutating tool that keeps the retry contract (see `idempotentTool`) on SDK v2. */
+export const registerIdempotentTool = registrars.registerIdempotentTool;
+
+/** Registers a long-running tool executed by a worker (see `durableTool`) on SDK v2. */
+export const registerDurableTool = registrars.registerDurableTool;

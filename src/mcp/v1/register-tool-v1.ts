@@ -2,16 +2,10 @@ import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { Executor } from '../../executor/executor.js';
 import type { IdemTool, ToolInput } from '../idem-tool.js';
-import {
-  durableTool,
-  idempotentTool,
-  type DurableToolConfig,
-  type IdempotentToolConfig,
-} from '../idempotent-tool.js';
 import { principalFromAuthInfo, toolCallContext } from '../principal.js';
 import { readTool, type ReadToolConfig } from '../read-tool.js';
+import { toolRegistrars } from '../tool-registrars.js';
 
 /** The second argument of an SDK 1.x tool callback. */
 export type RequestExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -49,23 +43,13 @@ export function registerIdemTool(server: McpServer, tool: IdemTool): RegisteredT
   );
 }
 
-/** Registers a mutating tool that keeps the retry contract (see `idempotentTool`). */
-export function registerIdempotentTool<App, Input extends ToolInput>(
-  server: McpServer,
-  executor: Executor<App>,
-  config: IdempotentToolConfig<App, Input>,
-): RegisteredTool {
-  return registerIdemTool(server, idempotentTool(executor, config));
-}
+const registrars = toolRegistrars<McpServer, RegisteredTool>(registerIdemTool);
 
-/** Registers a long-running tool executed by a worker (see `durableTool`). */
-export function registerDurableTool<App, Input extends ToolInput>(
-  server: McpServer,
-  executor: Executor<App>,
-  config: DurableToolConfig<Input>,
-): RegisteredTool {
-  return registerIdemTool(server, durableTool(executor, config));
-}
+/** Registers a mutating tool that keeps the retry contract (see `idempotentTool`) on SDK 1.x. */
+export const registerIdempotentTool = registrars.registerIdempotentTool;
+
+/** Registers a long-running tool executed by a worker (see `durableTool`) on SDK 1.x. */
+export const registerDurableTool = registrars.registerDurableTool;
 
 /** Registers a read-only tool (see `readTool`). */
 export function registerReadTool<Input extends ToolInput>(
