@@ -6,6 +6,7 @@ import { DEFAULT_RETENTION_MS, Executor } from '../executor/executor.js';
 import type { CommandHandler } from '../commands/command-handler.js';
 import type { IdemStore } from '../ports/idem-store.js';
 import { authorizeByGrant } from '../mcp/idem-identity.js';
+import type { ServerApp } from './server-app.js';
 import type { TokenRegistry } from './token-registry.js';
 import { DEFAULT_TOMBSTONE_TTL_MS } from '../core/tombstone-ttl.js';
 
@@ -30,19 +31,10 @@ export interface ReferenceSettingsOptions {
   commandHandler?: CommandHandler;
 }
 
-export interface ReferenceSettings {
-  readonly registry: TokenRegistry;
-  readonly clock: Clock;
-  readonly logger: Logger;
-  readonly faults: FaultPoints;
-  readonly retentionMs: number;
-  readonly tombstoneTtlMs: number;
-  readonly providerUrl: string | undefined;
-  readonly deploymentPolicy: RetryPolicy;
-  readonly commandHandler: CommandHandler | undefined;
-}
+/** The options with their defaults filled in: all of a ServerApp but its store and its methods. */
+export type ReferenceSettings = Omit<ServerApp, 'store' | 'createMcpServer' | 'close'>;
 
-/** The options with their defaults filled in: one place for both engines. */
+/** Fills in the defaults of the options: one place for both engines. */
 export function referenceSettings(options: ReferenceSettingsOptions): ReferenceSettings {
   return {
     registry: options.registry,

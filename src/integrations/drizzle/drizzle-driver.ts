@@ -9,8 +9,9 @@ import type {
   SqlTransactionOptions,
   SqlValue,
 } from '../../adapters/sql/sql-driver.js';
-import type { MaybePromise, SignalOption } from '../../ports/maybe-async.js';
+import type { MaybePromise } from '../../ports/maybe-async.js';
 import { isPgDriverError, pgOrmDriver, type PgOrmOptions } from '../shared/pg-orm-driver.js';
+import { sqliteOrmDriver } from '../shared/sqlite-orm-driver.js';
 import { translateSqliteOrmError } from '../shared/sqlite-orm-errors.js';
 
 /** The `tx` a Drizzle node-postgres transaction hands its callback. */
@@ -90,36 +91,26 @@ export function drizzleSqliteDriver<TSchema extends Record<string, unknown>>(
     run: (statement: SqlStatement, params: readonly SqlValue[]) =>
       on.run(drizzleSql(statement.text, params, 'sqlite')).changes,
   });
-  return {
-    dialect,
-    capabilities: {
+  return sqliteOrmDriver<Tx>(
+    {
       engine: 'drizzle:sqlite',
       synchronous: true,
-      optimisticInsert: false,
-      multiProcess: true,
-      durable: true,
+      path,
+      // No readBusyWaitMs: better-sqlite3 waits for a lock in the database's own busy_timeout.
+      reader: connection(db),
+      async transaction<T>(
+        body: (conn: SqlConnection, tx: Tx, contended: boolean) => MaybePromise<T>,
+        options: SqlTransactionOptions = {},
+      ): Promise<T> {
+        options.signal?.throwIfAborted();
+        try {
+          // BEGIN IMMEDIATE: the write lock from the start, which covers every identity.
+          return db.transaction((tx) => body(connection(tx), tx, false) as T, { behavior: 'immediate' });
+        } catch (error) {
+          throw translateSqliteOrmError(error, path);
+        }
+      },
     },
-    sweepPacing: { blocksWriters: true },
-    async read<T>(body: (conn: SqlConnection) => MaybePromise<T>, options: SignalOption = {}): Promise<T> {
-      options.signal?.throwIfAborted();
-      try {
-        return await body(connection(db));
-      } catch (error) {
-        throw translateSqliteOrmError(error, path);
-      }
-    },
-    async transaction<T>(
-      body: (conn: SqlConnection, tx: Tx, contended: boolean) => MaybePromise<T>,
-      options: SqlTransactionOptions = {},
-    ): Promise<T> {
-      options.signal?.throwIfAborted();
-      try {
-        // BEGIN IMMEDIATE: the write lock from the start, which covers every identity.
-        return db.transaction((tx) => body(connection(tx), tx, false) as T, { behavior: 'immediate' });
-      } catch (error) {
-        throw translateSqliteOrmError(error, path);
-      }
-    },
-    close: async () => undefined,
-  };
+    dialect,
+  );
 }

@@ -7,10 +7,11 @@ import type {
   SqlTransactionOptions,
   SqlValue,
 } from '../../adapters/sql/sql-driver.js';
-import type { MaybePromise, SignalOption } from '../../ports/maybe-async.js';
+import type { MaybePromise } from '../../ports/maybe-async.js';
 import { isPgDriverError, pgOrmDriver, type PgOrmOptions } from '../shared/pg-orm-driver.js';
 import { isSqliteBusy } from '../../adapters/sqlite/sqlite-errors.js';
 import { systemClock } from '../../core/clock.js';
+import { sqliteOrmDriver } from '../shared/sqlite-orm-driver.js';
 import { sqliteDriverError, translateSqliteOrmError } from '../shared/sqlite-orm-errors.js';
 
 /** Runs one of Idem's statements through Kysely, on the database or in a transaction. */
@@ -79,64 +80,46 @@ export function kyselySqliteDriver<DB>(
   // Waiting for another connection takes real time, whatever clock the store's records use.
   const clock = systemClock;
   const lockTimeoutMs = options.lockTimeoutMs ?? 5000;
-  return {
-    dialect,
-    capabilities: {
+  return sqliteOrmDriver<Transaction<DB>>(
+    {
       engine: 'kysely:sqlite',
       synchronous: false,
-      optimisticInsert: false,
-      multiProcess: true,
-      durable: true,
-    },
-    sweepPacing: { blocksWriters: true },
-    async read<T>(body: (conn: SqlConnection) => MaybePromise<T>, signal: SignalOption = {}): Promise<T> {
-      const started = clock.monotonic();
-      for (let attempt = 0; ; attempt += 1) {
-        signal.signal?.throwIfAborted();
-        try {
-          // Committed data only: on a connection of its own (Kysely's one connection may be inside
-          // a transaction, and waiting for Kysely's lock would deadlock a body that reads).
-          return await body(reader === undefined ? connection(on) : reader);
-        } catch (error) {
-          const elapsed = clock.monotonic() - started;
-          if (reader !== undefined && isSqliteBusy(sqliteDriverError(error)) && elapsed < lockTimeoutMs) {
-            await clock.sleep(Math.min(50, 1 + 2 ** attempt) * (0.5 + Math.random() / 2), signal);
-            continue;
-          }
-          throw translateSqliteOrmError(error, path);
-        }
-      }
-    },
-    async transaction<T>(
-      body: (conn: SqlConnection, tx: Transaction<DB>, contended: boolean) => MaybePromise<T>,
-      txOptions: SqlTransactionOptions = {},
-    ): Promise<T> {
-      const started = clock.monotonic();
-      for (let attempt = 0; ; attempt += 1) {
-        txOptions.signal?.throwIfAborted();
-        let locked = false;
-        try {
-          return await db.transaction().execute(async (tx) => {
-            await tx.executeQuery(TAKE_WRITE_LOCK).catch((error: unknown) => {
-              if (!/no such table/i.test(String((error as { message?: unknown } | null)?.message)))
-                throw error;
+      path,
+      // Committed data only: on a connection of its own where there is one (Kysely's one connection
+      // may be inside a transaction, and waiting for Kysely's lock would deadlock a body that reads).
+      reader: reader ?? connection(on),
+      readBusyWaitMs: reader === undefined ? undefined : lockTimeoutMs,
+      async transaction<T>(
+        body: (conn: SqlConnection, tx: Transaction<DB>, contended: boolean) => MaybePromise<T>,
+        txOptions: SqlTransactionOptions = {},
+      ): Promise<T> {
+        const started = clock.monotonic();
+        for (let attempt = 0; ; attempt += 1) {
+          txOptions.signal?.throwIfAborted();
+          let locked = false;
+          try {
+            return await db.transaction().execute(async (tx) => {
+              await tx.executeQuery(TAKE_WRITE_LOCK).catch((error: unknown) => {
+                if (!/no such table/i.test(String((error as { message?: unknown } | null)?.message)))
+                  throw error;
+              });
+              locked = true;
+              // SQLite's write lock covers every identity: nobody else was in (contended is false).
+              return body(connection(tx as unknown as Kysely<unknown>), tx, false);
             });
-            locked = true;
-            // SQLite's write lock covers every identity: nobody else was in (contended is false).
-            return body(connection(tx as unknown as Kysely<unknown>), tx, false);
-          });
-        } catch (error) {
-          // Not yet holding the lock, and another connection does: wait without blocking, bounded.
-          const elapsed = clock.monotonic() - started;
-          if (!locked && isSqliteBusy(sqliteDriverError(error)) && elapsed < lockTimeoutMs) {
-            const pause = Math.min(50, 1 + 2 ** attempt) * (0.5 + Math.random() / 2);
-            await clock.sleep(Math.min(pause, Math.max(1, lockTimeoutMs - elapsed)), txOptions);
-            continue;
+          } catch (error) {
+            // Not yet holding the lock, and another connection does: wait without blocking, bounded.
+            const elapsed = clock.monotonic() - started;
+            if (!locked && isSqliteBusy(sqliteDriverError(error)) && elapsed < lockTimeoutMs) {
+              const pause = Math.min(50, 1 + 2 ** attempt) * (0.5 + Math.random() / 2);
+              await clock.sleep(Math.min(pause, Math.max(1, lockTimeoutMs - elapsed)), txOptions);
+              continue;
+            }
+            throw translateSqliteOrmError(error, path);
           }
-          throw translateSqliteOrmError(error, path);
         }
-      }
+      },
     },
-    close: async () => undefined,
-  };
+    dialect,
+  );
 }
