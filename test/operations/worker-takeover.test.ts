@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openSqlite, type SqliteStore } from '../../src/adapters/sqlite/index.js';
 import { systemClock } from '../../src/core/clock.js';
+import type { RetryPolicy } from '../../src/core/retry-policy.js';
 import { newAttemptId } from '../../src/core/ids.js';
 import {
   DeploymentHandler,
@@ -30,7 +31,11 @@ import { requestCancel, startAttempt } from '../../src/operations/ledger-command
 const args = { service: 'billing', version: '2.0.0' };
 
 /** Two processes' worth of workers: two connections to one database file, one provider. */
-async function twoWorkers(mode: RecoveryMode, clock: FakeClock | typeof systemClock) {
+async function twoWorkers(
+  mode: RecoveryMode,
+  clock: FakeClock | typeof systemClock,
+  policy: RetryPolicy = TEST_POLICY,
+) {
   const dir = tempDir();
   const dbPath = join(dir, 'idem.sqlite');
   const provider = await openProvider(mode, dir);
@@ -46,7 +51,7 @@ async function twoWorkers(mode: RecoveryMode, clock: FakeClock | typeof systemCl
       clock,
       logger: memoryLogger(),
       workerId: name,
-      policy: TEST_POLICY,
+      policy,
       leaseMs: LEASE_MS,
       pollIntervalMs: 5,
       random: () => 0,
@@ -73,36 +78,42 @@ function providerKeys(dir: string): Array<string | null> {
 }
 
 describe('two workers on two connections to one database', () => {
-  it('never process the same operation at once: 20 operations, one attempt and one deployment each', async () => {
-    const t = await twoWorkers('none', systemClock);
-    const ops = [];
-    for (let i = 0; i < 20; i += 1)
-      ops.push(await accept(t.storeA, systemClock, { service: `svc-${i}`, version: '1' }));
-    t.a.start();
-    t.b.start();
-    try {
-      await eventually(
-        async () => (await t.storeA.ledger.list({ status: 'succeeded' })).length === 20,
-        15_000,
-      );
-    } finally {
-      await Promise.all([t.a.stop(), t.b.stop()]);
-    }
-    // Mode none creates a deployment per request: any double processing would show as a 21st.
-    const deployments = await listDeployments(t.provider.url);
-    expect(deployments).toHaveLength(20);
-    const byWorker = new Map<string, number>();
-    for (const op of ops) {
-      const done = await t.storeB.ledger.get(op.operationId);
-      expect(done).toMatchObject({ status: 'succeeded', attemptCount: 1 });
-      const attempts = await t.storeB.ledger.attempts(op.operationId);
-      expect(attempts).toHaveLength(1);
-      const workerId = attempts[0]?.workerId ?? '';
-      byWorker.set(workerId, (byWorker.get(workerId) ?? 0) + 1);
-    }
-    expect(new Set(deployments.map((d) => d.service)).size).toBe(20);
-    expect([...byWorker.keys()].every((id) => id === 'worker-a' || id === 'worker-b')).toBe(true);
-  });
+  it(
+    'never process the same operation at once: 20 operations, one attempt and one deployment each',
+    { timeout: 60_000 },
+    async () => {
+      // Real time and real HTTP: an attempt bound that CI load cannot reach (in mode none a timed-out
+      // request would be outcome_unknown, which is right, but not what this test is about).
+      const t = await twoWorkers('none', systemClock, { ...TEST_POLICY, attemptTimeoutMs: 10_000 });
+      const ops = [];
+      for (let i = 0; i < 20; i += 1)
+        ops.push(await accept(t.storeA, systemClock, { service: `svc-${i}`, version: '1' }));
+      t.a.start();
+      t.b.start();
+      try {
+        await eventually(
+          async () => (await t.storeA.ledger.list({ status: 'succeeded' })).length === 20,
+          30_000,
+        );
+      } finally {
+        await Promise.all([t.a.stop(), t.b.stop()]);
+      }
+      // Mode none creates a deployment per request: any double processing would show as a 21st.
+      const deployments = await listDeployments(t.provider.url);
+      expect(deployments).toHaveLength(20);
+      const byWorker = new Map<string, number>();
+      for (const op of ops) {
+        const done = await t.storeB.ledger.get(op.operationId);
+        expect(done).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+        const attempts = await t.storeB.ledger.attempts(op.operationId);
+        expect(attempts).toHaveLength(1);
+        const workerId = attempts[0]?.workerId ?? '';
+        byWorker.set(workerId, (byWorker.get(workerId) ?? 0) + 1);
+      }
+      expect(new Set(deployments.map((d) => d.service)).size).toBe(20);
+      expect([...byWorker.keys()].every((id) => id === 'worker-a' || id === 'worker-b')).toBe(true);
+    },
+  );
 });
 
 describe('lease takeover after a crash', () => {
