@@ -3,17 +3,15 @@ import type { OperationRecord } from '../../src/core/operation-record.js';
 import type { OperationState } from '../../src/core/operation-state.js';
 import { DEFAULT_RETRY_POLICY } from '../../src/core/retry-policy.js';
 import type { CallOutcome, Executor } from '../../src/executor/executor.js';
-import type { OperationPatch } from '../../src/operations/ledger-commands.js';
 import type { IdemStore } from '../../src/ports/idem-store.js';
 import {
-  AMBIGUOUS,
   DAY,
   defined,
+  Harness,
   HOUR,
-  LEASE_MS,
   turn,
   YEAR,
-  type FinalState,
+  type ContractStore,
 } from '../../src/testing/contract/harness.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import {
@@ -25,12 +23,7 @@ import {
   storeFactories,
   type TestStore,
 } from '../helpers/store-fixtures.js';
-import {
-  requestCancel,
-  resolve,
-  startAttempt,
-  transition as transitionLedger,
-} from '../../src/operations/ledger-commands.js';
+import { requestCancel, resolve, startAttempt } from '../../src/operations/ledger-commands.js';
 
 /*
  * The executor's side of the durable ledger (Executor.start, and what a retry answers once a
@@ -91,114 +84,25 @@ for (const factory of storeFactories) {
       readonly clock: FakeClock;
       /** Answers a retry of an unfinished operation after `inFlightWaitMs` (default 0: at once). */
       readonly executor: Executor<unknown>;
+      /** The worker's moves on the same store; its `accept` goes through `executor`. */
+      readonly h: Harness<unknown>;
     }
 
     async function open(inFlightWaitMs = 0): Promise<Ledger> {
       const clock = new FakeClock();
       const t = await factory.create({ clock });
       onTestFinished(() => t.close());
-      return { t, store: t.store, clock, executor: durableExecutor(t.store, { clock, inFlightWaitMs }) };
-    }
-
-    async function get(l: Ledger, operationId: string): Promise<OperationRecord> {
-      return defined(await l.store.ledger.get(operationId), `operation ${operationId}`);
-    }
-
-    function claim(l: Ledger, workerId: string, leaseMs = LEASE_MS): Promise<OperationRecord | undefined> {
-      return l.store.ledger.claim({ workerId, now: l.clock.now(), leaseMs });
-    }
-
-    /** Claims and checks that the claim is `operationId` (tests keep one due operation at a time). */
-    async function claimOp(l: Ledger, operationId: string, workerId: string): Promise<OperationRecord> {
-      const claimed = defined(await claim(l, workerId), `a claim of ${operationId} by ${workerId}`);
-      expect(claimed.operationId).toBe(operationId);
-      return claimed;
-    }
-
-    function accept(l: Ledger, key = 'deploy-1', args = DEPLOYMENT_ARGS): Promise<OperationRecord> {
-      return startDurable(l.executor, { key, args });
-    }
-
-    function transition(
-      l: Ledger,
-      op: OperationRecord,
-      workerId: string,
-      to: OperationState,
-      patch?: OperationPatch,
-      from: readonly OperationState[] = [op.status],
-    ): Promise<OperationRecord | undefined> {
-      return transitionLedger(l.store.ledger, op.operationId, {
-        workerId,
-        from,
-        to,
-        now: l.clock.now(),
-        ...(patch === undefined ? {} : { patch }),
-      });
-    }
-
-    /** An accepted operation, claimed by `workerId` and moved to `running` by its first attempt. */
-    async function running(l: Ledger, key = 'deploy-1', workerId = 'w1'): Promise<OperationRecord> {
-      const op = await accept(l, key);
-      await claimOp(l, op.operationId, workerId);
-      return defined(
-        await startAttempt(l.store.ledger, op.operationId, {
-          workerId,
-          attemptId: `att-${key}-1`,
-          now: l.clock.now(),
-          from: ['accepted'],
-        }),
-        'startAttempt',
-      );
-    }
-
-    /**
-     * An operation in a final state, reached by the worker `w1` the way a worker does. With
-     * `release: false` the worker still holds its (unexpired) lease afterwards.
-     */
-    async function finalOp(
-      l: Ledger,
-      state: FinalState,
-      key = `deploy-${state}`,
-      release = true,
-    ): Promise<OperationRecord> {
-      const now = l.clock.now();
-      let settled: OperationRecord | undefined;
-      if (state === 'succeeded') {
-        const op = await running(l, key);
-        settled = await transition(l, op, 'w1', 'succeeded', {
-          resourceId: `dep-${key}`,
-          result: { status: 'succeeded', operation_id: op.operationId, resource_id: `dep-${key}` },
-          expiresAt: now + DAY,
-          dispatched: false,
-          releaseLease: release,
-        });
-      } else if (state === 'failed') {
-        const op = await accept(l, key);
-        await claimOp(l, op.operationId, 'w1');
-        settled = await transition(l, op, 'w1', 'failed', {
-          error: { code: 'invalid_argument', message: 'the provider refused the deployment' },
-          expiresAt: now + DAY,
-          releaseLease: release,
-        });
-      } else if (state === 'cancelled') {
-        const op = await accept(l, key);
-        await claimOp(l, op.operationId, 'w1');
-        const cancelling = defined(await requestCancel(l.store.ledger, op.operationId, now), 'requestCancel');
-        settled = await transition(l, cancelling, 'w1', 'cancelled', {
-          expiresAt: now + DAY,
-          releaseLease: release,
-        });
-      } else {
-        const op = await running(l, key);
-        settled = await transition(l, op, 'w1', 'outcome_unknown', {
-          error: AMBIGUOUS,
-          dispatched: true,
-          releaseLease: release,
-        });
-      }
-      const record = defined(settled, `a transition to ${state}`);
-      expect(record.status).toBe(state);
-      return record;
+      const executor = durableExecutor(t.store, { clock, inFlightWaitMs });
+      const contract: ContractStore<unknown> = {
+        store: t.store,
+        writeRow: () => {
+          throw new Error('the executor tests write no application rows through the harness');
+        },
+        countRows: () => t.countNotes(),
+        close: () => t.close(),
+      };
+      const h = Harness.over(contract, clock, (key, args) => startDurable(executor, { key, args }));
+      return { t, store: t.store, clock, executor, h };
     }
 
     describe('Executor.start', () => {
@@ -212,7 +116,7 @@ for (const factory of storeFactories) {
         expect(outcome.result).toEqual({ status: 'accepted', operation_id: outcome.operationId });
         expect(outcome.nextStep).toBe('follow_operation');
 
-        const record = await get(l, outcome.operationId);
+        const record = await l.h.get(outcome.operationId);
         expect(record).toMatchObject({
           operationId: outcome.operationId,
           identity: {
@@ -256,7 +160,7 @@ for (const factory of storeFactories) {
         const id = first.operationId;
 
         const checkRetry = async (state: OperationState) => {
-          expect((await get(l, id)).status).toBe(state);
+          expect((await l.h.get(id)).status).toBe(state);
           const retry = failed(await callStart(l.executor, { key: 'deploy-1' }));
           expect(retry.status, state).toBe('running');
           expect(retry.error.code, state).toBe('in_progress');
@@ -267,7 +171,7 @@ for (const factory of storeFactories) {
         };
 
         await checkRetry('accepted');
-        await claimOp(l, id, 'w1');
+        await l.h.claimOp(id, 'w1');
         await startAttempt(l.store.ledger, id, {
           workerId: 'w1',
           attemptId: 'att-1',
@@ -282,19 +186,19 @@ for (const factory of storeFactories) {
 
       it('rejects the same key with other args as payload_conflict and changes nothing', async () => {
         const l = await open();
-        const op = await accept(l, 'deploy-1', { service: 'api', version: '1.0.0' });
+        const op = await l.h.accept('deploy-1', { service: 'api', version: '1.0.0' });
         const conflict = failed(
           await callStart(l.executor, { key: 'deploy-1', args: { service: 'api', version: '2.0.0' } }),
         );
         expect(conflict.error.code).toBe('payload_conflict');
         expect(conflict.error.retryable).toBe(false);
-        expect(await get(l, op.operationId)).toEqual(op);
+        expect(await l.h.get(op.operationId)).toEqual(op);
         expect(await l.store.ledger.list()).toEqual([op]);
       });
 
       it('waits within the in-flight bound and returns the result when the worker finishes meanwhile', async () => {
         const l = await open(2000);
-        const op = await running(l);
+        const op = await l.h.running();
         const retry = callStart(l.executor, { key: 'deploy-1' });
         let answered = false;
         void retry.then(() => (answered = true));
@@ -306,7 +210,7 @@ for (const factory of storeFactories) {
 
         const result = { status: 'succeeded', operation_id: op.operationId, resource_id: 'dep-1' };
         defined(
-          await transition(l, op, 'w1', 'succeeded', {
+          await l.h.transition(op, 'w1', 'succeeded', {
             resourceId: 'dep-1',
             result,
             expiresAt: l.clock.now() + DAY,
@@ -323,7 +227,7 @@ for (const factory of storeFactories) {
 
       it('reports in_progress once the in-flight bound has passed', async () => {
         const l = await open(200);
-        const op = await accept(l);
+        const op = await l.h.accept();
         const started = l.clock.monotonic();
         const outcome = failed(await drive(l.clock, callStart(l.executor, { key: 'deploy-1' })));
         expect(outcome.error.code).toBe('in_progress');
@@ -334,13 +238,13 @@ for (const factory of storeFactories) {
 
       it('replays the final state to a retry: the stored result, or the stored failure', async () => {
         const l = await open();
-        const done = await finalOp(l, 'succeeded', 'deploy-ok');
+        const done = await l.h.finalOp('succeeded', 'deploy-ok');
         const replay = succeeded(await callStart(l.executor, { key: 'deploy-ok' }));
         expect(replay.replayed).toBe(true);
         expect(replay.operationId).toBe(done.operationId);
         expect(replay.result).toEqual(done.result);
 
-        const refused = await finalOp(l, 'failed', 'deploy-bad');
+        const refused = await l.h.finalOp('failed', 'deploy-bad');
         const failure = failed(await callStart(l.executor, { key: 'deploy-bad' }));
         expect(failure.status).toBe('failed');
         expect(failure.error.code).toBe('invalid_argument');
@@ -353,7 +257,7 @@ for (const factory of storeFactories) {
     describe('Executor.start after an operator or the sweep settled the record', () => {
       it('replays what an operator settled: a resolved outcome_unknown, a corrected failed or cancelled', async () => {
         const l = await open();
-        const unknown = await finalOp(l, 'outcome_unknown');
+        const unknown = await l.h.finalOp('outcome_unknown');
         l.clock.advance(HOUR);
         const settle = (op: OperationRecord, correct: boolean) =>
           resolve(l.store.ledger, op.operationId, {
@@ -373,7 +277,7 @@ for (const factory of storeFactories) {
         expect(replay.result).toEqual(resolved.result);
 
         for (const state of ['failed', 'cancelled'] as const) {
-          const corrected = defined(await settle(await finalOp(l, state), true), `a correction of ${state}`);
+          const corrected = defined(await settle(await l.h.finalOp(state), true), `a correction of ${state}`);
           const again = succeeded(await callStart(l.executor, { key: `deploy-${state}` }));
           expect(again.replayed, state).toBe(true);
           expect(again.result, state).toEqual(corrected.result);
@@ -382,12 +286,12 @@ for (const factory of storeFactories) {
 
       it('answers key_expired once a sweep tombstoned the expired record; unfinished ones never leave a tombstone row', async () => {
         const l = await open();
-        await finalOp(l, 'succeeded'); // expiresAt = now + DAY
-        await finalOp(l, 'outcome_unknown');
-        await running(l, 'deploy-running');
-        const cancelling = await accept(l, 'deploy-cancelling');
+        await l.h.finalOp('succeeded'); // expiresAt = now + DAY
+        await l.h.finalOp('outcome_unknown');
+        await l.h.running('deploy-running');
+        const cancelling = await l.h.accept('deploy-cancelling');
         await requestCancel(l.store.ledger, cancelling.operationId, l.clock.now());
-        await accept(l, 'deploy-accepted');
+        await l.h.accept('deploy-accepted');
         const sweep = () =>
           l.store.housekeeping.sweep({ now: l.clock.now(), tombstoneTtlMs: 20 * YEAR, batchSize: 10 });
 
