@@ -82,6 +82,7 @@ export function commandCases<Tx>(): Array<Case<Tx>> {
         assert.equal(await attempt(h, op, 'w2', ['accepted', 'running']), undefined, 'another holds it');
         same(await h.get(op.operationId), claimed);
         const cancelling = defined(await requestCancel(h.store.ledger, op.operationId, h.now), 'cancel');
+        assert.equal(cancelling.status, 'cancel_requested');
         assert.equal(await attempt(h, op, 'w1', ['accepted', 'running']), undefined, 'not in from');
         same(await h.get(op.operationId), cancelling);
         h.advance(LEASE_MS);

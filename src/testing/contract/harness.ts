@@ -153,17 +153,29 @@ export function receiptRecord(key: string, now: number, retentionMs = DAY): Oper
   };
 }
 
+/** How a harness makes an accepted durable operation under `key`, and answers its stored record. */
+export type Accept = (key: string, args: JsonObject) => Promise<OperationRecord>;
+
 /** One case's store, clock and the moves a worker makes, all through the port API only. */
 export class Harness<Tx> {
   private constructor(
     readonly t: ContractStore<Tx>,
     readonly clock: FakeClock,
+    private readonly accepts?: Accept,
   ) {}
 
   static async open<Tx>(factory: StoreContractFactory<Tx>): Promise<Harness<Tx>> {
     const clock = new FakeClock();
     const t = await factory.open({ clock });
     return new Harness(t, clock);
+  }
+
+  /**
+   * A harness over a store already open on `clock`, whose `accept` (and so `running` and
+   * `finalOp`) goes through `accept`: an executor's start, for tests of the executor beside a worker.
+   */
+  static over<Tx>(t: ContractStore<Tx>, clock: FakeClock, accept?: Accept): Harness<Tx> {
+    return new Harness(t, clock, accept);
   }
 
   get store(): IdemStore<Tx> {
@@ -219,7 +231,7 @@ export class Harness<Tx> {
   }
 
   accept(key = 'deploy-1', args: JsonObject = DEPLOYMENT_ARGS): Promise<OperationRecord> {
-    return this.put(acceptedRecord(key, this.now, args));
+    return this.accepts?.(key, args) ?? this.put(acceptedRecord(key, this.now, args));
   }
 
   claim(workerId: string, leaseMs = LEASE_MS): Promise<OperationRecord | undefined> {
