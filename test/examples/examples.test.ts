@@ -294,16 +294,7 @@ describe.each(['kysely-store', 'drizzle-store'])(
   (name) => {
     it('creates one ticket, replays it for the retry, and keeps its receipt beside it', async () => {
       const dbPath = join(makeTempDir(), 'tickets.sqlite');
-      const [first, retry] = (await runExample(name, { TICKETS_DB: dbPath }))
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line) as Record<string, unknown>);
-      expect(first).toMatchObject({
-        status: 'succeeded',
-        replayed: false,
-        ticket_id: expect.stringMatching(/^t_/),
-      });
-      expect(retry).toEqual({ ...first, replayed: true });
+      const first = expectTicketThenReplay(await runExample(name, { TICKETS_DB: dbPath }));
       const db = openSqlite(dbPath, { readonly: true });
       try {
         expect(db.prepare('SELECT id FROM tickets').all()).toEqual([{ id: first?.ticket_id }]);
@@ -317,23 +308,29 @@ describe.each(['kysely-store', 'drizzle-store'])(
   },
 );
 
+/** A ticket example's two printed lines: a first execution, then its replay; returns the first. */
+function expectTicketThenReplay(output: string): Record<string, unknown> {
+  const [first, retry] = output
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  expect(first).toMatchObject({
+    status: 'succeeded',
+    replayed: false,
+    ticket_id: expect.stringMatching(/^t_/),
+  });
+  expect(retry).toEqual({ ...first, replayed: true });
+  return first as Record<string, unknown>;
+}
+
 describe.runIf(postgresAvailable)('README example prisma-store (PostgreSQL)', () => {
   it('creates one ticket, replays it for the retry, and keeps its receipt beside it', async () => {
     const schema = `idem_ex_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
     const pool = await openPostgres(POSTGRES_URL, { schema });
     try {
-      const [first, retry] = (
-        await runExample('prisma-store', { DATABASE_URL: POSTGRES_URL, DATABASE_SCHEMA: schema })
-      )
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line) as Record<string, unknown>);
-      expect(first).toMatchObject({
-        status: 'succeeded',
-        replayed: false,
-        ticket_id: expect.stringMatching(/^t_/),
-      });
-      expect(retry).toEqual({ ...first, replayed: true });
+      const first = expectTicketThenReplay(
+        await runExample('prisma-store', { DATABASE_URL: POSTGRES_URL, DATABASE_SCHEMA: schema }),
+      );
       expect((await pool.query('SELECT id FROM tickets')).rows).toEqual([{ id: first?.ticket_id }]);
       expect((await pool.query('SELECT resource_id FROM idem_operations')).rows).toEqual([
         { resource_id: first?.ticket_id },
