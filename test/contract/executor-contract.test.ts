@@ -66,7 +66,7 @@ for (const factory of storeFactories) {
         identity,
         context,
         absent: true,
-        decide: (existing) => decide(existing, fingerprint({ body }), now),
+        decide: (existing) => decide(existing, fingerprint({ body }), now, identity),
         effect: (app, ctx) => t.createNote.effect(app, { body }, ctx),
         receipt: (result) => ({
           operationId,
