@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decide, type Decision } from '../../src/core/decide.js';
 import type { IdemError } from '../../src/core/errors.js';
+import { Executor } from '../../src/executor/executor.js';
 import type { OperationIdentity } from '../../src/core/operation-identity.js';
 import type { Existing, Receipt, Tombstone } from '../../src/core/receipt.js';
 
@@ -189,5 +190,18 @@ describe('decide across versions of the operation', () => {
   it('treats an expired tombstone of any version as no record: the key is free again', () => {
     expect(decide(tombstone({ expiresAt: NOW }), FP, NOW, V2)).toEqual({ kind: 'execute' });
     expect(decide(tombstone({ expiresAt: NOW }), OTHER_FP, NOW, V2_REPLAYS_V1)).toEqual({ kind: 'execute' });
+  });
+});
+
+describe('Executor.validate: replaysVersions', () => {
+  it('accepts older versions only', () => {
+    expect(() =>
+      Executor.validate({ name: 'create_note', version: 3, replaysVersions: [1, 2] }),
+    ).not.toThrow();
+    for (const older of [3, 4, 0, 1.5, Number.NaN]) {
+      expect(() => Executor.validate({ name: 'create_note', version: 3, replaysVersions: [older] })).toThrow(
+        /replaysVersions lists older versions/,
+      );
+    }
   });
 });
