@@ -587,6 +587,24 @@ for (const factory of storeFactories) {
         expect(await counts(t)).toEqual({ notes: 2, receipts: 2, tombstones: 0 });
       });
 
+      it('runs one effect when calls with one key at versions 1 and 2 race', async () => {
+        const t = await open();
+        const ops = [t.noteOperation({ version: 1 }), t.noteOperation({ version: 2 })];
+        const outcomes = await Promise.all(
+          Array.from({ length: 6 }, (_, i) => call(t, 'key-1', 'b', {}, ops[i % 2])),
+        );
+        const executed = outcomes.filter((o) => o.ok && !o.replayed);
+        expect(executed).toHaveLength(1);
+        const winner = executed[0]?.ok === true ? executed[0].operationId : undefined;
+        const version = (await t.store.ledger.get(String(winner)))?.identity.version;
+        outcomes.forEach((o, i) => {
+          if (o.ok) expect(o.operationId).toBe(winner);
+          if (i % 2 === Number(version) - 1) expect(o.ok).toBe(true);
+          else expect(o.ok ? 'ok' : o.error.code).toBe('version_conflict');
+        });
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+      });
+
       it('refuses the tombstone of an unlisted version with version_conflict, and a listed one with key_expired', async () => {
         const clock = new FakeClock();
         const t = await open({ clock });
