@@ -36,6 +36,7 @@ export const NEVER_RETRIED: ReadonlySet<string> = new Set([
   'forbidden',
   'invalid_argument',
   'key_expired',
+  'version_conflict',
   'not_found',
   'internal',
 ]);

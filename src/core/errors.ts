@@ -8,6 +8,7 @@ export const ERROR_CODES = [
   'forbidden',
   'not_found',
   'key_expired',
+  'version_conflict',
   'busy',
   'unavailable',
   'in_progress',
@@ -23,9 +24,11 @@ export type ErrorCode = (typeof ERROR_CODES)[number];
  * names its status tool and the operators' command): `follow_operation`, read the operation by its
  * id (a retry with the same key is safe too); `operator_settles`, an operator must establish whether
  * the action took effect and settle the operation; `new_key`, nothing was done and trying again is a
- * new action with a new key. The executor states it; it never writes a tool's name.
+ * new action with a new key; `inspect_operation`, read the operation by its id to see what happened
+ * (a retry with the same key is refused again), and use a new key for a new action. The executor
+ * states it; it never writes a tool's name.
  */
-export const NEXT_STEPS = ['follow_operation', 'operator_settles', 'new_key'] as const;
+export const NEXT_STEPS = ['follow_operation', 'operator_settles', 'new_key', 'inspect_operation'] as const;
 
 export type NextStep = (typeof NEXT_STEPS)[number];
 
@@ -36,6 +39,8 @@ const RETRYABLE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   forbidden: false,
   not_found: false,
   key_expired: false,
+  // The key belongs to a version of the operation this server does not answer for: a retry repeats it.
+  version_conflict: false,
   busy: true,
   // Adapters always say: true for a transient condition (disk full, connection refused or lost),
   // false for one an operator must fix (read-only database, I/O error, no such database).

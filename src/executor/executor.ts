@@ -41,8 +41,18 @@ export type Authorize = (
 
 interface OperationDefinition {
   readonly name: string;
-  /** Part of the identity: a retry of version 1 never replays or runs as version 2. */
+  /**
+   * Part of the identity. A key that a version of this operation holds never runs again under
+   * another version: a call at this version with a key of an older one is answered from that
+   * record when the older version is listed in `replaysVersions`, else refused `version_conflict`.
+   */
   readonly version: number;
+  /**
+   * Older versions of this operation whose keys this version still answers: their records replay
+   * (or report their state, or refuse other arguments) under their own contract; the effect never
+   * runs. Default none.
+   */
+  readonly replaysVersions?: readonly number[];
   /** How long a final record replays, ms. Default 24 h. */
   readonly retentionMs?: number;
 }
@@ -112,8 +122,21 @@ export class Executor<App> {
   }
 
   /** Checks an operation definition once; call when registering it. */
-  static validate(operation: { name: string; version: number; retentionMs?: number }): void {
+  static validate(operation: {
+    name: string;
+    version: number;
+    retentionMs?: number;
+    replaysVersions?: readonly number[];
+  }): void {
     validateOperationName(operation.name, operation.version);
+    for (const older of operation.replaysVersions ?? []) {
+      if (!Number.isSafeInteger(older) || older < 1 || older >= operation.version) {
+        throw new IdemError(
+          'invalid_argument',
+          `replaysVersions lists older versions of the operation (positive integers below ${operation.version}), got ${String(older)}`,
+        );
+      }
+    }
     const retention = operation.retentionMs ?? DEFAULT_RETENTION_MS;
     if (!Number.isSafeInteger(retention) || retention <= 0) {
       throw new IdemError(
@@ -249,7 +272,7 @@ export class Executor<App> {
 
       // Lock-free read first: a replay or a rejection needs no write lock.
       const found = await this.store.receipts.lookup(identity, request);
-      const early = decide(found, requestFingerprint, this.#clock.now());
+      const early = decide(found, requestFingerprint, this.#clock.now(), operation);
       if (early.kind === 'replay')
         return finish(await this.#settle(early.receipt, attemptId, request.signal));
       if (early.kind === 'reject') throw early.error;
@@ -262,7 +285,7 @@ export class Executor<App> {
           identity,
           context,
           absent: found === undefined,
-          decide: (existing) => decide(existing, requestFingerprint, this.#clock.now()),
+          decide: (existing) => decide(existing, requestFingerprint, this.#clock.now(), operation),
           ...build(identity, context, requestFingerprint, watch),
         },
         this.faults,

@@ -28,6 +28,8 @@ export function followUpText(step: NextStep, operationId: string, names: FollowU
     }
     case 'new_key':
       return 'Nothing was done. Use a new idempotency_key to try again.';
+    case 'inspect_operation':
+      return `Call ${names.statusTool ?? DEFAULT_STATUS_TOOL} with operation_id ${operationId} to see what happened to the original action. For a new action, generate a new idempotency_key.`;
   }
 }
 

@@ -39,6 +39,12 @@ interface ToolDefinition<Input extends ToolInput> {
   readonly name: string;
   /** Part of the identity; bump it when the meaning of the arguments or the effect changes. */
   readonly version: number;
+  /**
+   * Older versions of this tool whose keys this version still answers from their stored results
+   * (replayed under their own contract, never executed again). A key of an unlisted older version
+   * is refused `version_conflict`. Default none.
+   */
+  readonly replaysVersions?: readonly number[];
   readonly title?: string;
   /** What the tool does; Idem appends the retry contract. */
   readonly description: string;
@@ -89,6 +95,7 @@ export function idempotentTool<App, Input extends ToolInput>(
     name: config.name,
     version: config.version,
     retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
+    ...(config.replaysVersions === undefined ? {} : { replaysVersions: config.replaysVersions }),
     effect: (app, args, context) => config.effect(app, args, context),
   };
   return mutatingTool(executor, config, (request) => executor.run(operation, request));
@@ -106,6 +113,7 @@ export function durableTool<App, Input extends ToolInput>(
     name: config.name,
     version: config.version,
     retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
+    ...(config.replaysVersions === undefined ? {} : { replaysVersions: config.replaysVersions }),
     ...(config.policy === undefined ? {} : { policy: config.policy }),
   };
   return mutatingTool(executor, config, (request) => executor.start(operation, request));

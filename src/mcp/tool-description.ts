@@ -21,8 +21,8 @@ export function humanDuration(ms: number): string {
 /**
  * The retry contract in words a model follows: when to generate a key, when to reuse it, how long
  * it stays valid, how long an expired key stays refused (`tombstoneMs`, the tombstone window; the
- * server's setting when omitted) and that it is free again after that, and how to inspect an
- * uncertain outcome.
+ * server's setting when omitted) and that it is free again after that, what a key of an earlier
+ * version of the tool gets, and how to inspect an uncertain outcome.
  */
 export function idempotencyInstructions(
   retentionMs: number,
@@ -38,6 +38,7 @@ export function idempotencyInstructions(
     'Reuse the same key with the same arguments for every retry of that action: after a timeout, a dropped connection, or a "busy", "running" or retryable "unavailable" result. The original result then comes back with "replayed": true and the action is not performed twice.',
     'Never reuse a key for a different action: a used key with different arguments is rejected as payload_conflict and nothing changes.',
     `A key stays valid for ${window} after the action completed. After that, ${refused}, a retry with it gets key_expired and is not executed; then the key is free again and a call with it would be a new action, so do not retry an action that old: check with a read tool instead.`,
+    `After this tool's version changes, a key used with an earlier version is never executed again: a retry with it returns that version's recorded result, or is refused as version_conflict with the operation_id to look up with ${statusTool}.`,
     `If the outcome is uncertain, retry with the same key, or call ${statusTool} with the operation_id from an earlier result.`,
   ].join(' ');
 }

@@ -53,6 +53,7 @@ const STATUS_BY_CODE: Record<ErrorCode, (typeof RESULT_STATUSES)[number]> = {
   forbidden: 'rejected',
   not_found: 'rejected',
   key_expired: 'rejected',
+  version_conflict: 'rejected',
   busy: 'rejected',
   unavailable: 'rejected',
   in_progress: 'running',

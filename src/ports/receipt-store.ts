@@ -38,13 +38,19 @@ export interface ReceiptTransaction<Tx> {
    * with `optimisticInsert` report it; the executor then looks (`find`) instead of guessing.
    */
   readonly contended: boolean;
-  /** MUST return the committed or this transaction's record or tombstone for the identity, if any. */
+  /**
+   * MUST return the committed or this transaction's record or tombstone of the identity's key
+   * (principal, workspace, operation, key) in ANY version of the operation, if any: where several
+   * versions hold it, the identity's own version wins, else the oldest (a record before a tombstone
+   * of the same version). A tombstone's `identity` carries its own version.
+   */
   find(): MaybePromise<Existing | undefined>;
   /**
-   * MUST write `record` in this transaction. `previous` is what `find` returned: a tombstone MUST
-   * then be removed in the same transaction. `'absent'` (only with `optimisticInsert`): the caller
-   * did not look; the store MUST insert only where neither record nor tombstone exists and
-   * otherwise throw `ReceiptRace`, leaving the caller to roll back and start again.
+   * MUST write `record` in this transaction. `previous` is what `find` returned: a tombstone (of
+   * whichever version it is) MUST then be removed in the same transaction. `'absent'` (only with
+   * `optimisticInsert`): the caller did not look; the store MUST insert only where neither record nor
+   * tombstone of the key exists in any version of the operation and otherwise throw `ReceiptRace`,
+   * leaving the caller to roll back and start again.
    */
   put(record: OperationRecord, previous: Existing | undefined | 'absent'): MaybePromise<void>;
   /** MUST record `intent` in this transaction, once per `dedupKey` (a second enqueue is ignored). */
@@ -63,13 +69,17 @@ export interface ReceiptTransactionOptions extends SignalOption {
 export interface ReceiptStore<Tx> {
   readonly capabilities: ReceiptCapabilities;
   /**
-   * SHOULD read without taking the write lock; MUST see committed data only. Returns the record or
-   * the tombstone for `identity`, if any.
+   * SHOULD read without taking the write lock; MUST see committed data only. MUST return the record
+   * or the tombstone of `identity`'s key in ANY version of the operation, if any, chosen as `find`
+   * chooses (the identity's own version, else the oldest): a key never runs again under another
+   * version (see `decide`).
    */
   lookup(identity: OperationIdentity, options?: SignalOption): Promise<Existing | undefined>;
   /**
-   * MUST run `body` in ONE transaction that holds the write lock for `identity` from before `body`
-   * starts until commit, so that concurrent transactions with one identity serialize. MUST commit
+   * MUST run `body` in ONE transaction that holds the write lock for `identity`'s key from before
+   * `body` starts until commit, in every version of the operation at once, so that concurrent
+   * transactions with one key serialize, whatever their versions (a lock or advisory-lock key MUST
+   * NOT include the version). MUST commit
    * when `body` returns and roll everything back (the application's writes, the record, outbox
    * messages) when it throws, then rethrow its error unchanged (driver errors translated into
    * IdemError: `busy` when the lock is not obtained within the store's bound, retryable with
@@ -85,7 +95,7 @@ export interface ReceiptStore<Tx> {
   ): Promise<T>;
 }
 
-/** Thrown by `put(record, 'absent')` when a record or tombstone exists after all. */
+/** Thrown by `put(record, 'absent')` when a record or tombstone of the key (any version) exists after all. */
 export class ReceiptRace extends Error {
   override readonly name = 'ReceiptRace';
   constructor() {

@@ -34,6 +34,8 @@ export class MemoryState {
   readonly outbox = new Map<number, StoredMessage>();
   readonly outboxByDedupKey = new Map<string, number>();
   readonly tables = new MemoryTables();
+  /** Operation name -> every version it was ever recorded under (never shrinks). */
+  readonly #versions = new Map<string, Set<number>>();
   #seq = 0;
   #outboxId = 0;
 
@@ -50,8 +52,22 @@ export class MemoryState {
     return id === undefined ? undefined : this.operations.get(id);
   }
 
+  /**
+   * The versions to look for a key under, in the order the ports promise: the identity's own, then
+   * every other version its operation was recorded under, oldest first.
+   */
+  versionsOf(identity: OperationIdentity): number[] {
+    const others = [...(this.#versions.get(identity.operation) ?? [])]
+      .filter((v) => v !== identity.version)
+      .sort((a, b) => a - b);
+    return [identity.version, ...others];
+  }
+
   /** Inserts or replaces the record of its identity (a replaced record keeps its creation order). */
   putRecord(record: OperationRecord): void {
+    const { operation, version } = record.identity;
+    const versions = this.#versions.get(operation) ?? new Set<number>();
+    this.#versions.set(operation, versions.add(version));
     const key = identityKey(record.identity);
     const previousId = this.byIdentity.get(key);
     const previous = previousId === undefined ? undefined : this.operations.get(previousId);
@@ -72,6 +88,11 @@ export class MemoryState {
     for (const [id, attempt] of this.attempts)
       if (attempt.operationId === operationId) this.attempts.delete(id);
   }
+}
+
+/** The idempotency key in every version of its operation: the identity without `version`. */
+export function keyOf(identity: OperationIdentity): string {
+  return JSON.stringify([identity.principal, identity.workspace, identity.operation, identity.key]);
 }
 
 export function identityKey(identity: OperationIdentity): string {

@@ -24,7 +24,7 @@ import {
   type ReceiptTransactionOptions,
 } from '../ports/receipt-store.js';
 import { memoryHousekeeping, memoryOutbox } from './memory-outbox.js';
-import { clean, identityKey, MemoryState, type Guard } from './memory-state.js';
+import { clean, identityKey, keyOf, MemoryState, type Guard } from './memory-state.js';
 import type { MemoryReader, MemoryTx } from './memory-tables.js';
 
 export type { MemoryReader, MemoryTx } from './memory-tables.js';
@@ -82,11 +82,16 @@ function memoryReceipts(
   capabilities: StoreCapabilities,
 ): ReceiptStore<MemoryTx> {
   const locks = new Map<string, Promise<void>>();
+  // The key's record or tombstone in any version: the identity's own first, else the oldest.
   const lookup = (identity: OperationIdentity): Existing | undefined => {
-    const stored = state.operationOf(identity);
-    if (stored !== undefined) return { kind: 'receipt', receipt: clean(stored.record) };
-    const tombstone = state.tombstones.get(identityKey(identity));
-    return tombstone === undefined ? undefined : { kind: 'tombstone', tombstone: { ...tombstone } };
+    for (const version of state.versionsOf(identity)) {
+      const candidate = { ...identity, version };
+      const stored = state.operationOf(candidate);
+      if (stored !== undefined) return { kind: 'receipt', receipt: clean(stored.record) };
+      const tombstone = state.tombstones.get(identityKey(candidate));
+      if (tombstone !== undefined) return { kind: 'tombstone', tombstone: clean(tombstone) };
+    }
+    return undefined;
   };
   return {
     capabilities: { synchronous: capabilities.synchronous, optimisticInsert: capabilities.optimisticInsert },
@@ -101,16 +106,19 @@ function memoryReceipts(
     ): Promise<T> {
       guard(options.signal);
       const key = identityKey(identity);
-      const before = locks.get(key) ?? Promise.resolve();
+      // One lock per idempotency key, shared by every version of the operation.
+      const lockKey = keyOf(identity);
+      const before = locks.get(lockKey) ?? Promise.resolve();
       let release!: () => void;
       const mine = new Promise<void>((resolve) => (release = resolve));
       const tail = before.then(() => mine);
-      locks.set(key, tail);
+      locks.set(lockKey, tail);
       await before;
       const tables = state.tables.begin();
       try {
         guard(options.signal);
-        let record: { record: OperationRecord; dropTombstone: boolean } | undefined;
+        // The record to commit, and the tombstone it replaces (its identity key), if any.
+        let record: { record: OperationRecord; dropTombstone: string | undefined } | undefined;
         const intents = new Map<string, OutboxIntent & { createdAt: number }>();
         const tx: ReceiptTransaction<MemoryTx> = {
           handle: tables.tx,
@@ -127,7 +135,9 @@ function memoryReceipts(
             record = {
               record: clean(next),
               dropTombstone:
-                previous === 'absent' || previous?.kind === 'tombstone' || record?.dropTombstone === true,
+                previous !== 'absent' && previous?.kind === 'tombstone'
+                  ? identityKey(previous.tombstone.identity)
+                  : record?.dropTombstone,
             };
           },
           enqueue: (intent) => {
@@ -140,7 +150,7 @@ function memoryReceipts(
         tables.commit();
         if (record !== undefined) {
           state.putRecord(record.record);
-          if (record.dropTombstone) state.tombstones.delete(key);
+          if (record.dropTombstone !== undefined) state.tombstones.delete(record.dropTombstone);
         }
         for (const intent of intents.values()) {
           if (state.outboxByDedupKey.has(intent.dedupKey)) continue;
@@ -162,7 +172,7 @@ function memoryReceipts(
       } finally {
         tables.end();
         release();
-        if (locks.get(key) === tail) locks.delete(key);
+        if (locks.get(lockKey) === tail) locks.delete(lockKey);
       }
     },
   };

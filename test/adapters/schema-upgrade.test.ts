@@ -67,17 +67,20 @@ interface Opened {
 
 interface OldDatabase {
   readonly name: string;
-  /** Builds a database at the previous schema version with `oldRows`, then opens today's store on it. */
-  open(clock: FakeClock, before?: string): Promise<Opened>;
+  /**
+   * Builds a database at the previous schema version (or `back` versions before the latest) with
+   * `oldRows` and the statements of `before`, then opens today's store on it.
+   */
+  open(clock: FakeClock, before?: string, back?: number): Promise<Opened>;
 }
 
 const engines: OldDatabase[] = [
   {
     name: 'sqlite',
-    async open(clock, before) {
+    async open(clock, before, back = 1) {
       const file = tempFile();
       const old = openSqlite(file);
-      expect(migrateSqlite(old, SQLITE_SCHEMA_VERSION - 1)).toBe(SQLITE_SCHEMA_VERSION - 1);
+      expect(migrateSqlite(old, SQLITE_SCHEMA_VERSION - back)).toBe(SQLITE_SCHEMA_VERSION - back);
       for (const [sql, values] of oldRows(clock.now())) old.prepare(sql).run(...values);
       if (before !== undefined) old.exec(before);
       old.close();
@@ -94,11 +97,11 @@ const engines: OldDatabase[] = [
     ? [
         {
           name: 'postgres',
-          async open(clock: FakeClock, before?: string): Promise<Opened> {
+          async open(clock: FakeClock, before?: string, back = 1): Promise<Opened> {
             const schema = `idem_up_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
             const pool = await openPostgres(POSTGRES_URL, { schema, max: 2 });
-            expect(await migratePostgres(pool, POSTGRES_SCHEMA_VERSION - 1)).toBe(
-              POSTGRES_SCHEMA_VERSION - 1,
+            expect(await migratePostgres(pool, POSTGRES_SCHEMA_VERSION - back)).toBe(
+              POSTGRES_SCHEMA_VERSION - back,
             );
             for (const [sql, values] of oldRows(clock.now())) {
               let n = 0;
@@ -194,13 +197,53 @@ for (const engine of engines) {
     it('migrates a database that already has one of the new columns', async () => {
       const clock = new FakeClock();
       const column = engine.name === 'sqlite' ? 'INTEGER' : 'BIGINT';
-      const opened = await engine.open(clock, `ALTER TABLE idem_outbox ADD COLUMN dead_at ${column}`);
+      // The schema before the migration that added dead_at (SQLite's 3rd, PostgreSQL's 2nd): two
+      // versions back on both.
+      const opened = await engine.open(clock, `ALTER TABLE idem_outbox ADD COLUMN dead_at ${column}`, 2);
       onTestFinished(() => opened.close());
       expect(await opened.version()).toBe(
         engine.name === 'sqlite' ? SQLITE_SCHEMA_VERSION : POSTGRES_SCHEMA_VERSION,
       );
       expect(await opened.store.outbox.deadLetters()).toEqual([]);
       expect((await opened.store.ledger.get(OPERATION_ID))?.status).toBe('failed');
+    });
+
+    it('migrates a database that holds one key under two versions, and a call there never executes it again', async () => {
+      const clock = new FakeClock();
+      // What an Idem before the cross-version rule could leave: deploy-old executed at v1 and at v2.
+      const v2Id = 'op_0000000000000000000000000000old2';
+      const opened = await engine.open(
+        clock,
+        `INSERT INTO idem_operations (operation_id, principal, workspace, operation, version, idem_key,
+           fingerprint, kind, status, result_json, created_at, updated_at, expires_at, attempt_count)
+         SELECT '${v2Id}', principal, workspace, operation, 2, idem_key, fingerprint, kind, 'succeeded',
+           '{"status":"succeeded","operation_id":"${v2Id}","resource_id":"dep_v2"}', created_at, updated_at,
+           expires_at, 1
+         FROM idem_operations WHERE operation_id = '${OPERATION_ID}'`,
+      );
+      onTestFinished(() => opened.close());
+      const { store } = opened;
+      expect(await opened.version()).toBe(
+        engine.name === 'sqlite' ? SQLITE_SCHEMA_VERSION : POSTGRES_SCHEMA_VERSION,
+      );
+      const identity = {
+        principal: 'alice',
+        workspace: 'ws-1',
+        operation: 'start_deployment',
+        key: 'deploy-old',
+      };
+      const found = async (version: number) => {
+        const existing = await store.receipts.lookup({ ...identity, version });
+        return existing?.kind === 'receipt' ? existing.receipt.operationId : existing?.kind;
+      };
+      expect(await found(1)).toBe(OPERATION_ID);
+      expect(await found(2)).toBe(v2Id);
+      expect(await found(3)).toBe(OPERATION_ID);
+      const v3 = { name: 'start_deployment', version: 3 };
+      const refused = await callStart(durableExecutor(store, { clock }), { key: 'deploy-old' }, v3);
+      expect(refused.ok ? undefined : refused.error.code).toBe('version_conflict');
+      expect(refused.ok ? undefined : refused.error.message).toContain('start_deployment@v1');
+      expect((await store.ledger.list()).length).toBe(2);
     });
   });
 }

@@ -66,7 +66,7 @@ for (const factory of storeFactories) {
         identity,
         context,
         absent: true,
-        decide: (existing) => decide(existing, fingerprint({ body }), now),
+        decide: (existing) => decide(existing, fingerprint({ body }), now, identity),
         effect: (app, ctx) => t.createNote.effect(app, { body }, ctx),
         receipt: (result) => ({
           operationId,
@@ -555,22 +555,76 @@ for (const factory of storeFactories) {
     });
 
     describe('operation version', () => {
-      it('keeps version 2 of an operation apart from version 1 under the same key', async () => {
+      it('never executes a key of version 1 again under version 2: refused, or replayed where version 2 answers for it', async () => {
         const t = await open();
         const v1 = t.noteOperation({ version: 1 });
         const v2 = t.noteOperation({ version: 2 });
+        const v2ReplaysV1 = { ...t.noteOperation({ version: 2 }), replaysVersions: [1] };
         const first = succeeded(await call(t, 'key-1', 'b', {}, v1));
-        const second = succeeded(await call(t, 'key-1', 'b', {}, v2));
 
-        expect(second.replayed).toBe(false);
-        expect(second.operationId).not.toBe(first.operationId);
+        const refused = failed(await call(t, 'key-1', 'b', {}, v2));
+        expect(refused.error.code).toBe('version_conflict');
+        expect(refused.error.retryable).toBe(false);
+        expect(refused.error.operationId).toBe(first.operationId);
+        expect(refused.error.message).toContain('create_note@v1');
+        expect(refused.error.message).toContain(first.operationId);
+        expect(failed(await call(t, 'key-1', 'other', {}, v2)).error.code).toBe('version_conflict');
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+
+        const replay = succeeded(await call(t, 'key-1', 'b', {}, v2ReplaysV1));
+        expect(replay.replayed).toBe(true);
+        expect(replay.operationId).toBe(first.operationId);
+        expect(replay.result).toEqual(first.result);
+        expect(failed(await call(t, 'key-1', 'other', {}, v2ReplaysV1)).error.code).toBe('payload_conflict');
+        expect(succeeded(await call(t, 'key-1', 'b', {}, v1)).result).toEqual(first.result);
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+
+        // A new key runs under version 2; version 1 does not answer for it.
+        const fresh = succeeded(await call(t, 'key-2', 'b', {}, v2));
+        expect(fresh.replayed).toBe(false);
+        expect((await t.store.ledger.get(fresh.operationId))?.identity.version).toBe(2);
+        expect(failed(await call(t, 'key-2', 'b', {}, v1)).error.code).toBe('version_conflict');
         expect(await counts(t)).toEqual({ notes: 2, receipts: 2, tombstones: 0 });
+      });
 
-        const v1Replay = succeeded(await call(t, 'key-1', 'b', {}, v1));
-        const v2Replay = succeeded(await call(t, 'key-1', 'b', {}, v2));
-        expect(v1Replay.result).toEqual(first.result);
-        expect(v2Replay.result).toEqual(second.result);
-        expect((await t.store.ledger.get(second.operationId))?.identity.version).toBe(2);
+      it('runs one effect when calls with one key at versions 1 and 2 race', async () => {
+        const t = await open();
+        const ops = [t.noteOperation({ version: 1 }), t.noteOperation({ version: 2 })];
+        const outcomes = await Promise.all(
+          Array.from({ length: 6 }, (_, i) => call(t, 'key-1', 'b', {}, ops[i % 2])),
+        );
+        const executed = outcomes.filter((o) => o.ok && !o.replayed);
+        expect(executed).toHaveLength(1);
+        const winner = executed[0]?.ok === true ? executed[0].operationId : undefined;
+        const version = (await t.store.ledger.get(String(winner)))?.identity.version;
+        outcomes.forEach((o, i) => {
+          if (o.ok) expect(o.operationId).toBe(winner);
+          if (i % 2 === Number(version) - 1) expect(o.ok).toBe(true);
+          else expect(o.ok ? 'ok' : o.error.code).toBe('version_conflict');
+        });
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+      });
+
+      it('refuses the tombstone of an unlisted version with version_conflict, and a listed one with key_expired', async () => {
+        const clock = new FakeClock();
+        const t = await open({ clock });
+        const v1 = t.noteOperation({ version: 1, retentionMs: HOUR });
+        succeeded(await call(t, 'key-1', 'b', {}, v1));
+        clock.advance(HOUR);
+        await t.store.housekeeping.sweep({ now: clock.now(), tombstoneTtlMs: DAY, batchSize: 10 });
+        const refused = failed(await call(t, 'key-1', 'b', {}, t.noteOperation({ version: 2 })));
+        expect(refused.error.code).toBe('version_conflict');
+        expect(refused.error.message).toContain('create_note@v1');
+        expect(refused.error.message).toContain('operation_id is no longer kept');
+        const listed = { ...t.noteOperation({ version: 2 }), replaysVersions: [1] };
+        expect(failed(await call(t, 'key-1', 'b', {}, listed)).error.code).toBe('key_expired');
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 0, tombstones: 1 });
+        // Once the tombstone's own life is over, the key is free again, for any version.
+        clock.advance(DAY);
+        expect(succeeded(await call(t, 'key-1', 'b', {}, t.noteOperation({ version: 2 }))).replayed).toBe(
+          false,
+        );
+        expect(await counts(t)).toEqual({ notes: 2, receipts: 1, tombstones: 0 });
       });
     });
 

@@ -112,6 +112,7 @@ describe('follow-up texts: facts from the executor, words from the MCP layer', (
       FOLLOW.replace('get_operation', 'job_status'),
       SETTLE.replace('idem ops resolve', 'see the runbook'),
       NEW_KEY,
+      `Call job_status with operation_id ${OP} to see what happened to the original action. For a new action, generate a new idempotency_key.`,
     ]);
   });
 

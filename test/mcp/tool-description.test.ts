@@ -10,6 +10,12 @@ describe('the retry contract in the tool description', () => {
     expect(text).not.toMatch(/will not run again/);
   });
 
+  it('says that a key of an earlier version of the tool is never executed again', () => {
+    expect(idempotencyInstructions(3_600_000, 'get_ticket_status')).toContain(
+      "After this tool's version changes, a key used with an earlier version is never executed again: a retry with it returns that version's recorded result, or is refused as version_conflict with the operation_id to look up with get_ticket_status.",
+    );
+  });
+
   it("names the server's tombstone retention when the window is not given", () => {
     expect(idempotencyInstructions(90 * 60_000)).toContain(
       "A key stays valid for 90 minutes after the action completed. After that, for the server's tombstone retention, a retry",

@@ -37,6 +37,7 @@ describe('IdemError', () => {
       forbidden: false,
       not_found: false,
       key_expired: false,
+      version_conflict: false,
       busy: true,
       unavailable: false,
       in_progress: true,

@@ -6,13 +6,6 @@ import type { PgQueryConfig } from './postgres-pool.js';
 /** The identity's columns, in the order of `identityParams` (and of the primary keys). */
 const PK_COLUMNS: readonly string[] = ['principal', 'workspace', 'operation', 'version', 'idem_key'];
 
-/** The identity of a record or tombstone, as five parameters of a statement from `$first` on. */
-function identityWhere(first: number): string {
-  return PK_COLUMNS.map((column, i) => `${column} = $${first + i}`).join(' AND ');
-}
-
-/** The identity of a record or tombstone, as the first five parameters of a statement. */
-export const IDENTITY_WHERE = identityWhere(1);
 const COLUMNS = OPERATION_COLUMNS.join(', ');
 const VALUES = OPERATION_COLUMNS.map((_, i) => `$${i + 1}`).join(', ');
 const UPSERT = `INSERT INTO idem_operations (${COLUMNS}) VALUES (${VALUES})
@@ -22,10 +15,20 @@ const UPSERT = `INSERT INTO idem_operations (${COLUMNS}) VALUES (${VALUES})
     .map((c) => `${c} = excluded.${c}`)
     .join(', ')}`;
 
-/** A 64-bit advisory lock key per identity (a collision only serializes two unrelated calls). */
+/** The key in any version of its operation, as four parameters from `$first` (principal, workspace, operation, key). */
+function keyWhere(first: number, key: number): string {
+  return `principal = $${first} AND workspace = $${first + 1} AND operation = $${first + 2} AND idem_key = $${key}`;
+}
+
+/**
+ * A 64-bit advisory lock key per idempotency key: principal, workspace, operation and key, in
+ * every version of the operation (so that calls with one key at two versions serialize; a
+ * collision only serializes two unrelated calls).
+ */
 export function identityLockKey(identity: OperationIdentity): bigint {
+  const [principal, workspace, operation, , key] = identityParams(identity);
   return createHash('sha256')
-    .update(JSON.stringify(identityParams(identity)))
+    .update(JSON.stringify(['key', principal, workspace, operation, key]))
     .digest()
     .readBigInt64BE(0);
 }
@@ -35,11 +38,16 @@ export function identityLockKey(identity: OperationIdentity): bigint {
  * and the guarded insert of a first execution whose caller found nothing.
  */
 export interface CallStatements {
+  /**
+   * The record or tombstone of the key in any version of its operation (parameters: the identity):
+   * the identity's own version wins, else the oldest, and a record before a tombstone.
+   */
   find: PgQueryConfig;
   upsert: PgQueryConfig;
   /**
-   * The record of a first execution, written only where the identity has neither a record (the
-   * primary key: DO NOTHING) nor a tombstone; answers `inserted` (0 or 1) and `tombstoned`.
+   * The record of a first execution, written only where the key has neither a record (in any
+   * version; the primary key's DO NOTHING for its own) nor a tombstone (in any version); answers
+   * `inserted` (0 or 1) and `tombstoned`. Run under the key's advisory lock, which every version shares.
    */
   insertNew: PgQueryConfig;
 }
@@ -51,20 +59,26 @@ export interface CallStatements {
  * migration that adds a column cannot invalidate a plan cached on a live connection.
  */
 export function callStatements(named: boolean): CallStatements {
-  const find = `SELECT 'operation' AS source, row_to_json(o)::text AS data FROM idem_operations o WHERE ${IDENTITY_WHERE}
-     UNION ALL
-     SELECT 'tombstone', row_to_json(t)::text FROM idem_tombstones t WHERE ${IDENTITY_WHERE}`;
+  const find = `SELECT source, data FROM (
+       SELECT 'operation' AS source, row_to_json(o)::text AS data, o.version, 0 AS arm
+       FROM idem_operations o WHERE ${keyWhere(1, 5)}
+       UNION ALL
+       SELECT 'tombstone', row_to_json(t)::text, t.version, 1
+       FROM idem_tombstones t WHERE ${keyWhere(1, 5)}) found
+     ORDER BY version <> $4, version, arm
+     LIMIT 1`;
   // The record's own parameters: $1 is operation_id, the identity follows (OPERATION_COLUMNS).
   const insertNew = `WITH inserted AS (
-       INSERT INTO idem_operations (${COLUMNS}) VALUES (${VALUES})
+       INSERT INTO idem_operations (${COLUMNS}) SELECT ${VALUES}
+       WHERE NOT EXISTS (SELECT 1 FROM idem_operations WHERE ${keyWhere(2, 6)})
        ON CONFLICT DO NOTHING RETURNING 1)
      SELECT (SELECT count(*) FROM inserted)::int AS inserted,
-       EXISTS (SELECT 1 FROM idem_tombstones WHERE ${identityWhere(2)}) AS tombstoned`;
+       EXISTS (SELECT 1 FROM idem_tombstones WHERE ${keyWhere(2, 6)}) AS tombstoned`;
   return named
     ? {
-        find: { name: 'idem_find_v1', text: find },
+        find: { name: 'idem_find_v2', text: find },
         upsert: { name: 'idem_upsert_v2', text: UPSERT },
-        insertNew: { name: 'idem_insert_new_v2', text: insertNew },
+        insertNew: { name: 'idem_insert_new_v3', text: insertNew },
       }
     : { find: { text: find }, upsert: { text: UPSERT }, insertNew: { text: insertNew } };
 }

@@ -17,13 +17,14 @@ const CALL = callStatements(true);
 
 type FoundRow = { source: string; data: string };
 
+/** The one row FIND answers (the identity's own version, else the oldest; a record first). */
 function existingOf(identity: OperationIdentity, rows: readonly FoundRow[]): Existing | undefined {
-  const operation = rows.find((r) => r.source === 'operation');
-  if (operation !== undefined)
-    return { kind: 'receipt', receipt: toRecord(JSON.parse(operation.data) as OperationRow) };
-  const tomb = rows[0];
-  if (tomb === undefined) return undefined;
-  const row = JSON.parse(tomb.data) as {
+  const found = rows[0];
+  if (found === undefined) return undefined;
+  if (found.source === 'operation')
+    return { kind: 'receipt', receipt: toRecord(JSON.parse(found.data) as OperationRow) };
+  const row = JSON.parse(found.data) as {
+    version: number;
     fingerprint: string;
     receipt_expired_at: number;
     expires_at: number;
@@ -31,7 +32,7 @@ function existingOf(identity: OperationIdentity, rows: readonly FoundRow[]): Exi
   return {
     kind: 'tombstone',
     tombstone: {
-      identity,
+      identity: { ...identity, version: Number(row.version) },
       fingerprint: row.fingerprint,
       receiptExpiredAt: Number(row.receipt_expired_at),
       expiresAt: Number(row.expires_at),

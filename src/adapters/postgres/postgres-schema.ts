@@ -85,6 +85,13 @@ const MIGRATIONS: readonly string[] = [
     WHERE dispatched_at IS NOT NULL;
   CREATE INDEX IF NOT EXISTS idem_outbox_dead ON idem_outbox (dead_at) WHERE dead_at IS NOT NULL;
   `,
+  // 3: a call finds its key in every version of its operation (a key never runs again under a new
+  // version): the key's records and tombstones by (principal, workspace, operation, key). Not
+  // unique, so a schema that already holds one key under two versions still migrates.
+  `
+  CREATE INDEX IF NOT EXISTS idem_operations_key ON idem_operations (principal, workspace, operation, idem_key, version);
+  CREATE INDEX IF NOT EXISTS idem_tombstones_key ON idem_tombstones (principal, workspace, operation, idem_key, version);
+  `,
 ];
 
 /** An arbitrary constant: the advisory lock that serializes migrations across instances. */

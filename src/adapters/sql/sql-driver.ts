@@ -37,11 +37,13 @@ export interface SqlConnection {
  * each dialect writes them in its own words; every other statement is shared.
  */
 export interface CallSql {
+  /** The record or tombstone of the identity's key in any version (see ReceiptTransaction.find). */
   find(conn: SqlConnection, identity: OperationIdentity): MaybePromise<Existing | undefined>;
   /** Insert or replace the record of `identity`. */
   upsert(conn: SqlConnection, record: OperationRecord): MaybePromise<void>;
   /**
-   * Insert only where neither record nor tombstone exists; false when one did (nothing written).
+   * Insert only where neither record nor tombstone of the key exists in any version; false when one
+   * did (nothing written).
    * Only for dialects whose driver declares `optimisticInsert`.
    */
   insertNew?(conn: SqlConnection, record: OperationRecord): MaybePromise<boolean>;
@@ -63,8 +65,9 @@ export interface SqlDialect {
 
 export interface SqlTransactionOptions extends SignalOption {
   /**
-   * Hold this identity's lock from before the body on (an advisory transaction lock on PostgreSQL;
-   * SQLite's write lock covers every identity). With `tryLock`, report in `contended` whether
+   * Hold the lock of this identity's key, in every version of its operation, from before the body
+   * on (an advisory transaction lock on PostgreSQL, `identityLockKey`; SQLite's write lock covers
+   * every identity). With `tryLock`, report in `contended` whether
    * another transaction held it, after waiting for it all the same.
    */
   readonly lock?: { readonly identity: OperationIdentity; readonly tryLock?: boolean };

@@ -53,9 +53,10 @@ export class SqlReceipts<Tx> implements ReceiptStore<Tx> {
                 if (!inserted) throw new ReceiptRace();
               });
             }
-            // A tombstone past its life must not outlive the new record (rare: only then a DELETE).
+            // A tombstone past its life (of this or another version of the operation) must not
+            // outlive the new record (rare: only then a DELETE).
             if (previous?.kind !== 'tombstone') return call.upsert(conn, record);
-            return andThen(conn.run(sql.deleteTombstone, identityParams(record.identity)), () =>
+            return andThen(conn.run(sql.deleteTombstone, identityParams(previous.tombstone.identity)), () =>
               call.upsert(conn, record),
             );
           },

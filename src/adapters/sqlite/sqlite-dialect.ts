@@ -3,32 +3,33 @@ import type { OperationRecord } from '../../core/operation-record.js';
 import type { Existing } from '../../core/receipt.js';
 import { andThen } from '../../core/steps.js';
 import type { SqlConnection, SqlDialect, SqlStatement } from '../sql/sql-driver.js';
-import {
-  identityParams,
-  OPERATION_COLUMNS,
-  operationParams,
-  operationRowOf,
-  toRecord,
-} from '../operation-rows.js';
+import { OPERATION_COLUMNS, operationParams, operationRowOf, toRecord } from '../operation-rows.js';
 
-const IDENTITY_WHERE = 'principal = ? AND workspace = ? AND operation = ? AND version = ? AND idem_key = ?';
+/** The key in any version of its operation: the identity without `version` (see FIND). */
+const KEY_WHERE = 'principal = ? AND workspace = ? AND operation = ? AND idem_key = ?';
 const COLUMNS = OPERATION_COLUMNS.join(', ');
 const KEY_COLUMNS: readonly string[] = ['principal', 'workspace', 'operation', 'version', 'idem_key'];
+/** Where the tombstone arm of FIND puts its version: the record's own `version` column. */
+const VERSION = OPERATION_COLUMNS.indexOf('version');
 
 /**
- * One statement for both tables: a record's columns, or NULLs and the tombstone's three. Read as
- * arrays where the driver can (in WAL mode each statement outside a transaction takes and drops the
- * read locks, and building a row object costs more than the read), else as objects whose keys are
- * the same names in the same order.
+ * One statement for both tables, over every version of the operation: a record's columns, or NULLs
+ * (but `version`) and the tombstone's three. The call's own version wins, else the oldest, and a
+ * record before a tombstone of the same version. Read as arrays where the driver can (in WAL mode
+ * each statement outside a transaction takes and drops the read locks, and building a row object
+ * costs more than the read), else as objects whose keys are the same names in the same order.
  */
 const FIND: SqlStatement = {
-  name: 'idem_v1_sqlite_find',
-  text: `SELECT ${COLUMNS}, NULL AS t_fingerprint, NULL AS t_receipt_expired_at, NULL AS t_expires_at
-     FROM idem_operations WHERE ${IDENTITY_WHERE}
+  name: 'idem_v2_sqlite_find',
+  text: `SELECT * FROM (
+     SELECT ${COLUMNS}, NULL AS t_fingerprint, NULL AS t_receipt_expired_at, NULL AS t_expires_at, 0 AS arm
+     FROM idem_operations WHERE ${KEY_WHERE}
      UNION ALL
-     SELECT ${OPERATION_COLUMNS.map(() => 'NULL').join(', ')}, fingerprint, receipt_expired_at, expires_at
-     FROM idem_tombstones WHERE ${IDENTITY_WHERE}
-     LIMIT 1`,
+     SELECT ${OPERATION_COLUMNS.map((c) => (c === 'version' ? 'version' : 'NULL')).join(', ')},
+       fingerprint, receipt_expired_at, expires_at, 1
+     FROM idem_tombstones WHERE ${KEY_WHERE})
+   ORDER BY version <> ?, version, arm
+   LIMIT 1`,
 };
 
 const UPSERT: SqlStatement = {
@@ -52,7 +53,7 @@ function existingOf(
   return {
     kind: 'tombstone',
     tombstone: {
-      identity,
+      identity: { ...identity, version: Number(values[VERSION]) },
       fingerprint: values[tomb] as string,
       receiptExpiredAt: Number(values[tomb + 1]),
       expiresAt: Number(values[tomb + 2]),
@@ -69,8 +70,8 @@ export const sqliteDialect: SqlDialect = {
   bool: (value) => (value ? 1 : 0),
   call: {
     find(conn: SqlConnection, identity: OperationIdentity) {
-      const params = identityParams(identity);
-      const all = [...params, ...params];
+      const key = [identity.principal, identity.workspace, identity.operation, identity.key];
+      const all = [...key, ...key, identity.version];
       if (conn.values !== undefined)
         return andThen(conn.values(FIND, all), (rows) => existingOf(identity, rows[0]));
       return andThen(conn.all<Record<string, unknown>>(FIND, all), (rows) =>

@@ -65,8 +65,9 @@ export const TERMINAL: readonly FinalState[] = ['succeeded', 'failed', 'cancelle
 export const FINAL: readonly FinalState[] = [...TERMINAL, 'outcome_unknown'];
 export const AMBIGUOUS = { code: 'outcome_unknown', message: 'the provider did not answer in time' };
 
-export function identity(key: string): OperationIdentity {
-  return { principal: 'alice', workspace: 'ws-1', operation: 'contract.deploy', version: 1, key };
+/** The suite's identity of `key`, at version 1 of its operation unless `version` says otherwise. */
+export function identity(key: string, version = 1): OperationIdentity {
+  return { principal: 'alice', workspace: 'ws-1', operation: 'contract.deploy', version, key };
 }
 
 export function defined<T>(value: T | undefined, what: string): T {
@@ -134,12 +135,12 @@ export function acceptedRecord(
   };
 }
 
-/** A local receipt (born succeeded) as an executor would write it. */
-export function receiptRecord(key: string, now: number, retentionMs = DAY): OperationRecord {
+/** A local receipt (born succeeded) as an executor would write it, at version 1 unless told. */
+export function receiptRecord(key: string, now: number, retentionMs = DAY, version = 1): OperationRecord {
   const operationId = `op_${randomUUID().replaceAll('-', '')}`;
   return {
     operationId,
-    identity: identity(key),
+    identity: identity(key, version),
     fingerprint: createHash('sha256').update(key).digest('hex'),
     kind: 'local',
     status: 'succeeded',
@@ -199,14 +200,20 @@ export class Harness<Tx> {
     return this.t.close();
   }
 
-  /** Runs `body` in a receipt transaction of `store`, synchronously when the store is. */
+  /**
+   * Runs `body` in a receipt transaction of `store` for `key` (at `version`, default 1),
+   * synchronously when the store is.
+   */
   transact<T>(
     key: string,
     body: (tx: ReceiptTransaction<Tx>) => Steps<T>,
     store: IdemStore<Tx> = this.t.store,
+    version = 1,
   ): Promise<T> {
     const synchronous = store.capabilities.synchronous;
-    return store.receipts.transaction(identity(key), (tx) => run(body(tx), synchronous, 'the contract body'));
+    return store.receipts.transaction(identity(key, version), (tx) =>
+      run(body(tx), synchronous, 'the contract body'),
+    );
   }
 
   /** Writes `record` as the executor does: find, then put over what was found. */
@@ -219,6 +226,7 @@ export class Harness<Tx> {
         return record;
       },
       store,
+      record.identity.version,
     );
   }
 

@@ -5,6 +5,7 @@ import { housekeepingCases } from './housekeeping-cases.js';
 import { ledgerCases } from './ledger-cases.js';
 import { outboxCases } from './outbox-cases.js';
 import { receiptCases, type Case } from './receipt-cases.js';
+import { versionCases } from './version-cases.js';
 
 export type { ContractCase, ContractStore, StoreContractFactory } from './harness.js';
 
@@ -17,6 +18,7 @@ export type { ContractCase, ContractStore, StoreContractFactory } from './harnes
 export function storeContract<Tx>(factory: StoreContractFactory<Tx>): ContractCase[] {
   const cases: Array<Case<Tx>> = [
     ...receiptCases(factory),
+    ...versionCases(factory),
     abortCase<Tx>(),
     ...ledgerCases<Tx>(),
     ...commandCases<Tx>(),
