@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
@@ -37,4 +39,13 @@ export async function underForcedGc<T>(
   } finally {
     stop();
   }
+}
+
+/**
+ * The environment for a spawned `node` (e.g. `idem serve`) that collects garbage every 100 ms from
+ * its start: `--expose-gc` and test/helpers/gc-pressure.mjs, through NODE_OPTIONS.
+ */
+export function gcPressureEnv(): Record<string, string> {
+  const preload = pathToFileURL(join(import.meta.dirname, 'gc-pressure.mjs')).href;
+  return { NODE_OPTIONS: `--expose-gc --import=${preload}` };
 }
