@@ -11,6 +11,21 @@ const driver = {
   message: 'Drivers are imported only by src/adapters.',
 };
 const noSdkOrDriver = { patterns: [anySdk, driver] };
+// On Node 20 a composite signal holds its sources weakly: a timeout inside AbortSignal.any that
+// nothing else holds is collected and never fires. One helper owns its timer instead.
+const gcSafeTimeouts = [
+  {
+    object: 'AbortSignal',
+    property: 'any',
+    message:
+      'Use timeoutSignal (src/core/timeout-signal.ts): AbortSignal.any may lose its sources to the GC.',
+  },
+  {
+    object: 'AbortSignal',
+    property: 'timeout',
+    message: 'Use timeoutSignal (src/core/timeout-signal.ts): it holds its timer and can be disposed.',
+  },
+];
 const sdkV1 = {
   group: ['@modelcontextprotocol/sdk', '@modelcontextprotocol/sdk/*'],
   message: 'SDK 1.x is imported only by src/mcp/v1 (idem/mcp-v1); everything else is on SDK v2.',
@@ -47,12 +62,18 @@ export default tseslint.config(
     },
   },
   {
+    files: ['src/**'],
+    rules: { 'no-restricted-properties': ['error', ...gcSafeTimeouts] },
+  },
+  {
+    // Rule options replace earlier ones: this list repeats gcSafeTimeouts.
     files: ['src/core/**', 'src/store/**', 'src/executor/**'],
     rules: {
       'no-restricted-imports': ['error', noSdkOrDriver],
       'no-restricted-properties': [
         'error',
         { object: 'Date', property: 'now', message: 'Use the injected Clock.' },
+        ...gcSafeTimeouts,
       ],
     },
   },

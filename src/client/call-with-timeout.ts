@@ -1,5 +1,6 @@
 import { SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import type { Clock } from '../core/clock.js';
+import { timeoutSignal } from '../core/timeout-signal.js';
 import { classifyFailure, type FailureKind } from './classify-failure.js';
 import type { McpClient } from './connect-target.js';
 import { readToolReply, type ToolReply } from './tool-reply.js';
@@ -29,15 +30,8 @@ export interface CallWithTimeoutOptions {
 export async function callWithTimeout(options: CallWithTimeoutOptions): Promise<AttemptResult> {
   const { signal, clock, timeoutMs } = options;
   signal?.throwIfAborted();
-  const attempt = new AbortController();
-  const onCallerAbort = () => attempt.abort(signal?.reason);
-  signal?.addEventListener('abort', onCallerAbort, { once: true });
-  const timer = new AbortController();
-  clock.sleep(timeoutMs, { signal: timer.signal }).then(
-    () =>
-      attempt.abort(new SdkError(SdkErrorCode.RequestTimeout, 'attempt timed out', { timeout: timeoutMs })),
-    () => undefined,
-  );
+  // Aborts with the caller or after timeoutMs on the clock; held until `finally`, whatever the GC does.
+  const attempt = timeoutSignal(timeoutMs, { signal, clock });
   let client: McpClient | undefined;
   try {
     client = await abortable(options.connection(attempt.signal), attempt.signal);
@@ -62,8 +56,7 @@ export async function callWithTimeout(options: CallWithTimeoutOptions): Promise<
     }
     return { kind: 'failure', failure };
   } finally {
-    timer.abort();
-    signal?.removeEventListener('abort', onCallerAbort);
+    attempt.dispose();
   }
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../core/clock.js';
 import { FaultPoints } from '../core/fault-points.js';
+import { timeoutSignal } from '../core/timeout-signal.js';
 import type { Logger } from '../core/logger.js';
 import { toLogger, type LoggerOption } from '../log/to-logger.js';
 import type { OutboxMessage } from '../core/operation-record.js';
@@ -157,17 +158,21 @@ export class OutboxDispatcher {
 
   /** Undefined on a 2xx, else a short body-free reason. */
   async #send(message: OutboxMessage): Promise<string | undefined> {
+    // Bounds the whole exchange, body included; held until the send ends, whatever the GC does.
+    const timeout = timeoutSignal(this.#sendTimeoutMs);
     try {
       const response = await fetch(message.destination, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'idempotency-key': message.dedupKey },
         body: JSON.stringify(message.payload),
-        signal: AbortSignal.timeout(this.#sendTimeoutMs),
+        signal: timeout.signal,
       });
       await response.arrayBuffer(); // drain, so the connection can be reused
       return response.ok ? undefined : `http_${response.status}`;
     } catch (error) {
       return networkReason(error);
+    } finally {
+      timeout.dispose();
     }
   }
 

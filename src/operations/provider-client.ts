@@ -1,5 +1,6 @@
 import { systemClock, type Clock } from '../core/clock.js';
 import type { JsonObject } from '../core/json.js';
+import { timeoutSignal } from '../core/timeout-signal.js';
 import type { RecoveryMode } from './durable-handler.js';
 
 /**
@@ -149,10 +150,13 @@ export class DeploymentProviderClient {
   }
 }
 
-/** The attempt's own timeout, combined with the caller's signal when there is one. */
+/**
+ * The attempt's own timeout (a TimeoutError), combined with the caller's signal when there is one.
+ * The timer is held until it fires or the caller aborts, whatever the garbage collector does; after
+ * an answer it fires into a finished request, unref'd, and then releases the caller's listener.
+ */
 function combine(options: { timeoutMs: number; signal?: AbortSignal }): AbortSignal {
-  const timeout = AbortSignal.timeout(Math.max(1, Math.ceil(options.timeoutMs)));
-  return options.signal === undefined ? timeout : AbortSignal.any([timeout, options.signal]);
+  return timeoutSignal(Math.max(1, Math.ceil(options.timeoutMs)), { signal: options.signal }).signal;
 }
 
 /** Why a request failed: the caller's abort, this call's timeout, or the network. */

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { DeploymentProviderClient, parseRetryAfter, type RecoveryMode } from '../../src/operations/index.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
+import { underForcedGc } from '../helpers/forced-gc.js';
 import { openProvider, recordRequests, refusedUrl, tempDir } from './operations-fixtures.js';
 
 const app = { service: 'billing', version: '1.4.2' };
@@ -178,5 +179,36 @@ describe('DeploymentProviderClient.findByReference', () => {
       kind: 'failed',
       reason: 'connection_refused',
     });
+  });
+});
+
+describe('DeploymentProviderClient: the attempt timeout fires on time whatever the GC does (issue 22)', () => {
+  // On Node 20 `AbortSignal.any([AbortSignal.timeout(ms), lease])` lost its timeout to the GC: the
+  // request then ran until the provider answered (12 s against a 1 s attempt timeout).
+  const stalled = () =>
+    rawServer((_req, res) => {
+      const answer = setTimeout(() => res.writeHead(201).end('{"deployment_id":"dep_late"}'), 6_000);
+      res.once('close', () => clearTimeout(answer));
+    });
+
+  it('create with a lease signal: a 300 ms timeout ends the request before 3 s under forced collections', async () => {
+    const c = new DeploymentProviderClient({ baseUrl: await stalled() });
+    const lease = new AbortController();
+    const { value, ms } = await underForcedGc(() =>
+      c.create(app, { ...key('key'), timeoutMs: 300, signal: lease.signal }),
+    );
+    expect(value).toEqual({ kind: 'ambiguous', reason: 'timeout' });
+    expect(ms).toBeGreaterThanOrEqual(290);
+    expect(ms).toBeLessThan(3_000);
+  });
+
+  it('findByReference with a lease signal: the same', async () => {
+    const c = new DeploymentProviderClient({ baseUrl: await stalled() });
+    const lease = new AbortController();
+    const { value, ms } = await underForcedGc(() =>
+      c.findByReference('idem-op_1', { timeoutMs: 300, signal: lease.signal }),
+    );
+    expect(value).toEqual({ kind: 'failed', reason: 'timeout' });
+    expect(ms).toBeLessThan(3_000);
   });
 });

@@ -1,5 +1,6 @@
 import type { Clock } from '../../core/clock.js';
 import { IdemError } from '../../core/errors.js';
+import { timeoutSignal } from '../../core/timeout-signal.js';
 import type { SignalOption } from '../../ports/maybe-async.js';
 import type { SqliteDatabase } from './sqlite-database.js';
 import { SqliteBatchRunner, type PendingWrite } from './sqlite-batch.js';
@@ -209,13 +210,14 @@ export class SqliteTransactor {
         }
       }
       if (batch.length === 0) return;
-      const signals = batch.flatMap((write) => (write.signal === undefined ? [] : [write.signal]));
-      const signal =
-        signals.length === 0 ? undefined : signals.length === 1 ? signals[0] : AbortSignal.any(signals);
+      // Wakes early when any waiting write is aborted (no timeout of its own: the pause is the bound).
+      const woken = timeoutSignal(Number.POSITIVE_INFINITY, { signal: batch.map((write) => write.signal) });
       try {
-        await this.#clock.sleep(Math.min(pause, remaining), signal === undefined ? {} : { signal });
+        await this.#clock.sleep(Math.min(pause, remaining), { signal: woken.signal });
       } catch {
         // Aborted: the aborted writes are dropped at the top of the loop, the others go on waiting.
+      } finally {
+        woken.dispose();
       }
       pause = Math.min(pause * 2, 25);
     }

@@ -1,5 +1,6 @@
 import type { FaultEvent } from '../../testing/transport-faults.js';
 import { readToolReply } from '../../client/tool-reply.js';
+import { timeoutSignal } from '../../core/timeout-signal.js';
 import { observeReply, show, showFailure, type Observed } from './observed.js';
 import { compareIds, type Row } from './row.js';
 import { inconclusive, Judgement, signed } from './verdict.js';
@@ -25,12 +26,14 @@ export const lostResponseRow: Row = {
     });
     primary.faults.inject({ fault: 'drop_response', tool: ctx.plan.name });
     let unanswered: Observed | undefined;
+    // Ends the first call once its response was dropped, or with the run; no timeout of its own.
+    const call = timeoutSignal(Number.POSITIVE_INFINITY, { signal: [controller.signal, ctx.run.signal] });
     try {
-      const signal = AbortSignal.any([controller.signal, ...(ctx.run.signal ? [ctx.run.signal] : [])]);
-      unanswered = await ctx.call(primary, action, signal);
+      unanswered = await ctx.call(primary, action, call.signal);
     } catch (error) {
       if (!controller.signal.aborted) throw error;
     } finally {
+      call.dispose();
       stop();
       primary.faults.clear();
     }
