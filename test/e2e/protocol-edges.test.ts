@@ -217,7 +217,7 @@ describe('bodies that are not UTF-8 over HTTP', () => {
 });
 
 describe('protocol edges over stdio', () => {
-  it('answers a non-JSON line, batches and __proto__ itself, and keeps serving', async () => {
+  it('answers a line that is not UTF-8 or not JSON, batches and __proto__ itself, and keeps serving', async () => {
     const db = join(makeTempDir(), 'db.sqlite');
     const proc = track(
       spawn(process.execPath, [CLI, 'serve', '--stdio', '--db', db], {
@@ -250,11 +250,19 @@ describe('protocol edges over stdio', () => {
     send(JSON.stringify([{ jsonrpc: '2.0', id: 'b1', method: 'ping' }]));
     send(createNoteWith(body, '"__proto__":{"workspace":"x"}', 'proto'));
     send(createNoteWith(body, '"constructor":1', 'ctor'));
+    // Not UTF-8 (0xFF in the body): refused, never read as U+FFFD.
+    const [head, tail] = createNoteWith(body, '', 'bad-utf8').split(body) as [string, string];
+    proc.stdin?.write(
+      Buffer.concat([Buffer.from(`${head}${body}`), Buffer.from([0xff]), Buffer.from(`${tail}\n`)]),
+    );
     send(rpc('ping', undefined, 'last'));
-    await waitFor(7);
+    await waitFor(8);
     const byId = (id: unknown) => answers.filter((a) => a.id === id);
-    const anonymous = byId(null).map((a) => (a.error as { code: number }).code);
-    expect(anonymous).toEqual([-32700, -32600, -32600]);
+    const anonymous = byId(null).map((a) => a.error as { code: number; message: string });
+    expect(anonymous.map((e) => e.code)).toEqual([-32700, -32600, -32600, -32700]);
+    expect(anonymous[3]?.message).toBe('Parse error: the line is not valid UTF-8');
+    expect(byId('bad-utf8')).toEqual([]);
+    expect(noteIdsInDb(db, `${body}\ufffd`)).toEqual([]);
     for (const id of ['proto', 'ctor']) {
       const [answer] = byId(id) as unknown as ToolCallAnswer[];
       expect(answer?.result?.structuredContent?.error?.code, id).toBe('invalid_argument');
