@@ -5,7 +5,8 @@ import { FaultPoints } from '../core/fault-points.js';
 import { fingerprint } from '../core/fingerprint.js';
 import { validateIdempotencyKey } from '../core/idempotency-key.js';
 import { newAttemptId, newOperationId } from '../core/ids.js';
-import { nulArgumentError } from '../core/nul-argument-error.js';
+import { unstorableArgumentError } from '../core/unstorable-argument-error.js';
+import { unstorablePrincipalError } from '../core/unstorable-text.js';
 import type { JsonObject } from '../core/json.js';
 import type { LogFields, Logger } from '../core/logger.js';
 import { operationLabel, validateOperationName, type OperationIdentity } from '../core/operation-identity.js';
@@ -246,9 +247,12 @@ export class Executor<App> {
 
     try {
       const key = validateIdempotencyKey(request.key);
-      // Before any storage access, the same answer on every engine (see nulArgumentError).
-      const nul = nulArgumentError(request.workspace, 'workspace') ?? nulArgumentError(request.args);
-      if (nul !== undefined) throw nul;
+      // Before any storage access, the same answer on every engine (see unstorableText).
+      const unstorable =
+        unstorablePrincipalError(request.principal) ??
+        unstorableArgumentError(request.workspace, 'workspace') ??
+        unstorableArgumentError(request.args);
+      if (unstorable !== undefined) throw unstorable;
       const requestFingerprint = fingerprint(request.args);
       const allowed = await watch('authorize', () =>
         this.#authorize(request.principal, request.workspace, {

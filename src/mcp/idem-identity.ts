@@ -1,4 +1,5 @@
 import { IdemError } from '../core/errors.js';
+import { unstorableText } from '../core/unstorable-text.js';
 import type { Authorize } from '../executor/executor.js';
 import { principalFromAuthInfo, type AuthInfoLike } from './principal.js';
 
@@ -23,7 +24,9 @@ export const MAX_WORKSPACE_LENGTH = 128;
  * The identity in a verified token's claims. Claim names are taken literally (a name with dots or
  * a URL, as some issuers require for custom claims, is one claim). Throws `invalid_argument` naming
  * the claim when the principal is missing or not a string of 1 to 200 characters, or when the
- * workspaces claim is present but not an array of strings of 1 to 128 characters.
+ * workspaces claim is present but not an array of strings of 1 to 128 characters, or when either
+ * holds U+0000 or a lone surrogate (which PostgreSQL cannot store as written: `mallory\uD800` and
+ * `mallory\uDFFF` would be one principal there).
  */
 export function identityFromClaims(
   claims: Readonly<Record<string, unknown>>,
@@ -38,11 +41,25 @@ export function identityFromClaims(
       `the token's claim ${JSON.stringify(principalClaim)} must be a string of 1 to ${MAX_PRINCIPAL_LENGTH} characters`,
     );
   }
+  const principalProblem = unstorableText(principal);
+  if (principalProblem !== undefined) {
+    throw new IdemError(
+      'invalid_argument',
+      `the token's claim ${JSON.stringify(principalClaim)} ${principalProblem}`,
+    );
+  }
   const workspaces = Object.hasOwn(claims, workspacesClaim) ? claims[workspacesClaim] : [];
   if (!Array.isArray(workspaces) || !workspaces.every((ws) => isName(ws, MAX_WORKSPACE_LENGTH))) {
     throw new IdemError(
       'invalid_argument',
       `the token's claim ${JSON.stringify(workspacesClaim)} must be an array of strings of 1 to ${MAX_WORKSPACE_LENGTH} characters`,
+    );
+  }
+  const workspaceProblem = workspaces.map((ws: string) => unstorableText(ws)).find((p) => p !== undefined);
+  if (workspaceProblem !== undefined) {
+    throw new IdemError(
+      'invalid_argument',
+      `the token's claim ${JSON.stringify(workspacesClaim)}: every workspace ${workspaceProblem}`,
     );
   }
   return { principal, workspaces: [...(workspaces as string[])] };

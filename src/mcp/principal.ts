@@ -1,3 +1,4 @@
+import { unstorableText } from '../core/unstorable-text.js';
 import type { ToolCallContext } from './idem-tool.js';
 
 /** The part of an MCP `AuthInfo` that Idem reads; SDK v2 and 1.x share this shape. */
@@ -8,11 +9,15 @@ export interface AuthInfoLike {
 /**
  * The authenticated principal of a request: `authInfo.extra.principal` as set by the transport's
  * authentication (bearer token over HTTP, the process's configured identity over stdio). Never a
- * tool argument.
+ * tool argument. Undefined (no principal: every tool answers `forbidden`) when it is missing, empty,
+ * or holds U+0000 or a lone surrogate, which PostgreSQL cannot store as written (two principals
+ * would become one there): a verifier of your own cannot let such a principal through.
  */
 export function principalFromAuthInfo(authInfo: AuthInfoLike | undefined): string | undefined {
   const principal = authInfo?.extra?.principal;
-  return typeof principal === 'string' && principal.length > 0 ? principal : undefined;
+  return typeof principal === 'string' && principal.length > 0 && unstorableText(principal) === undefined
+    ? principal
+    : undefined;
 }
 
 /** What a tool learns of a call from its transport: the principal, the credential's fields, the signal. */

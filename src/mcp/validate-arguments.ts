@@ -1,11 +1,11 @@
 import type { z } from 'zod';
 import { IdemError } from '../core/errors.js';
-import { nulArgumentError } from '../core/nul-argument-error.js';
+import { unstorableArgumentError } from '../core/unstorable-argument-error.js';
 
 /**
  * Validates tool arguments with zod and reports every problem by path, never echoing values (they
- * may be private). A string containing U+0000 is refused here too, for read tools as well as
- * mutating ones, so that SQLite and PostgreSQL answer alike.
+ * may be private). A string containing U+0000 or a lone surrogate is refused here too, for read
+ * tools as well as mutating ones, so that SQLite and PostgreSQL answer alike.
  */
 export function validateArguments(
   schema: z.ZodType,
@@ -13,8 +13,8 @@ export function validateArguments(
 ): { ok: true; value: unknown } | { ok: false; error: IdemError } {
   const parsed = schema.safeParse(raw ?? {});
   if (parsed.success) {
-    const nul = nulArgumentError(parsed.data);
-    return nul === undefined ? { ok: true, value: parsed.data } : { ok: false, error: nul };
+    const unstorable = unstorableArgumentError(parsed.data);
+    return unstorable === undefined ? { ok: true, value: parsed.data } : { ok: false, error: unstorable };
   }
   const problems = parsed.error.issues.map((issue) => {
     const path = issue.path.length === 0 ? 'arguments' : issue.path.map(String).join('.');

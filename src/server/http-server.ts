@@ -186,6 +186,14 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
   res.once('close', () => ctx.budget.release(held.bytes));
   const read = await readBody(req, limits.maxBodyBytes, ctx.budget);
   if (read.kind === 'aborted') return;
+  if (read.kind === 'not_utf8') {
+    app.logger.info('http.refused', { reason: 'not_utf8', status: 400 });
+    return sendJson(
+      res,
+      400,
+      jsonRpcError(-32700, 'Parse error: the body is not valid UTF-8; nothing was done'),
+    );
+  }
   if (read.kind === 'too_large') {
     app.logger.warn('http.too_large', { limit_bytes: limits.maxBodyBytes });
     return sendJson(

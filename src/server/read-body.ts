@@ -9,7 +9,9 @@ export type BodyRead =
   /** The budget of all in-flight bodies is spent: answer 503 with Retry-After. */
   | { readonly kind: 'over_budget' }
   /** The client went away before the body was complete: nothing to answer. */
-  | { readonly kind: 'aborted' };
+  | { readonly kind: 'aborted' }
+  /** The bytes are not UTF-8: answer a JSON-RPC parse error (never decode them with U+FFFD). */
+  | { readonly kind: 'not_utf8' };
 
 /** After a refusal the rest of a body is read and discarded up to this much, then the connection dropped. */
 export const DISCARD_LIMIT_BYTES = 8 * 1024 * 1024;
@@ -18,7 +20,9 @@ export const DISCARD_LIMIT_BYTES = 8 * 1024 * 1024;
  * Reads a request body of at most `maxBytes`, holding its bytes against `budget` (a declared
  * Content-Length up front, before a byte is read; chunked bodies chunk by chunk). A refused body is
  * not buffered: the rest of it is discarded (see `discardBody`), so that the caller's 413 or 503
- * reaches the client as an answer rather than as a reset connection.
+ * reaches the client as an answer rather than as a reset connection. The text is decoded strictly:
+ * a body that is not UTF-8 is `not_utf8`, never text with U+FFFD in place of its bad bytes (two
+ * different bodies would then read as the same arguments and replay each other's receipt).
  */
 export function readBody(req: IncomingMessage, maxBytes: number, budget: BodyBudget): Promise<BodyRead> {
   const header = req.headers['content-length'];
@@ -53,8 +57,10 @@ export function readBody(req: IncomingMessage, maxBytes: number, budget: BodyBud
       }
       chunks.push(chunk);
     };
-    const onEnd = () =>
-      finish({ kind: 'ok', text: Buffer.concat(chunks).toString('utf8'), reservedBytes: reserved });
+    const onEnd = () => {
+      const text = strictUtf8(Buffer.concat(chunks));
+      finish(text === undefined ? { kind: 'not_utf8' } : { kind: 'ok', text, reservedBytes: reserved });
+    };
     const onClose = () => finish({ kind: 'aborted' });
     req.on('data', onData);
     req.once('end', onEnd);
@@ -81,4 +87,13 @@ export function discardBody(req: IncomingMessage): void {
 function refuse(req: IncomingMessage, read: BodyRead): Promise<BodyRead> {
   discardBody(req);
   return Promise.resolve(read);
+}
+
+/** `bytes` as UTF-8, or undefined when they are not UTF-8. A BOM is kept (JSON.parse then refuses it). */
+function strictUtf8(bytes: Buffer): string | undefined {
+  try {
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
 }

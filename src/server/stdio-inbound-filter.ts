@@ -1,5 +1,4 @@
 import { Transform } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
 import { prototypeKeyRefusal } from '../mcp/prototype-key-refusal.js';
 
 /** Past this many bytes without a newline, input is handed on as it is (the SDK's own bound applies). */
@@ -7,16 +6,26 @@ const MAX_LINE_BYTES = 8 * 1024 * 1024;
 
 /**
  * Sits between stdin and the SDK's stdio transport, one newline-delimited message at a time, and
- * answers itself (through `answer`, one JSON line) what the SDK would drop without a word:
- * a line that is not JSON (-32700 Parse error, as JSON-RPC 2.0 prescribes), an array (MCP over
- * stdio has no batches; an empty one is an Invalid Request in any case: -32600), and a
- * `tools/call` whose arguments hold a `__proto__` key (`invalid_argument`, see prototypeKeyRefusal).
- * Every other line passes through unchanged.
+ * answers itself (through `answer`, one JSON line) what the SDK would drop without a word or read
+ * wrongly: a line that is not UTF-8 (-32700 Parse error: the SDK would read its bad bytes as U+FFFD,
+ * and two different lines would be the same arguments), a line that is not JSON (-32700, as
+ * JSON-RPC 2.0 prescribes), an array (MCP over stdio has no batches; an empty one is an Invalid
+ * Request in any case: -32600), and a `tools/call` whose arguments hold a `__proto__` key
+ * (`invalid_argument`, see prototypeKeyRefusal). Every other line passes through unchanged.
  */
 export function stdioInboundFilter(answer: (line: string) => void): Transform {
-  let partial = '';
-  const decoder = new StringDecoder('utf8');
-  const lineOf = (line: string): string | undefined => {
+  // The bytes of the line being read, split on newline bytes: a line is decoded only once whole.
+  let partial: Buffer[] = [];
+  let partialBytes = 0;
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  const lineOf = (bytes: Buffer): string | undefined => {
+    let line: string;
+    try {
+      line = decoder.decode(bytes);
+    } catch {
+      answer(errorLine(-32700, 'Parse error: the line is not valid UTF-8'));
+      return undefined;
+    }
     const text = line.replace(/\r$/, '');
     if (text.trim() === '') return `${line}\n`;
     let message: unknown;
@@ -44,22 +53,37 @@ export function stdioInboundFilter(answer: (line: string) => void): Transform {
     }
     return `${line}\n`;
   };
+  const takePartial = (tail: Buffer): Buffer => {
+    const whole = partial.length === 0 ? tail : Buffer.concat([...partial, tail]);
+    partial = [];
+    partialBytes = 0;
+    return whole;
+  };
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
-      partial += decoder.write(chunk);
-      const lines = partial.split('\n');
-      partial = lines.pop() ?? '';
       let out = '';
-      for (const line of lines) out += lineOf(line) ?? '';
-      if (Buffer.byteLength(partial) > MAX_LINE_BYTES) {
-        out += partial;
-        partial = '';
+      let start = 0;
+      for (let end = chunk.indexOf(0x0a); end !== -1; end = chunk.indexOf(0x0a, start)) {
+        out += lineOf(takePartial(chunk.subarray(start, end))) ?? '';
+        start = end + 1;
+      }
+      if (start < chunk.length) {
+        partial.push(chunk.subarray(start));
+        partialBytes += chunk.length - start;
+      }
+      if (partialBytes > MAX_LINE_BYTES) {
+        done(
+          null,
+          out === ''
+            ? takePartial(Buffer.alloc(0))
+            : Buffer.concat([Buffer.from(out), takePartial(Buffer.alloc(0))]),
+        );
+        return;
       }
       done(null, out === '' ? undefined : out);
     },
     flush(done) {
-      partial += decoder.end();
-      done(null, partial === '' ? undefined : partial);
+      done(null, partialBytes === 0 ? undefined : takePartial(Buffer.alloc(0)));
     },
   });
 }

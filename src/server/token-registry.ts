@@ -1,6 +1,8 @@
 import { readFileSync, statSync } from 'node:fs';
 import { IdemError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
+import { unstorableText } from '../core/unstorable-text.js';
+import { jsonDuplicateKey, type DuplicateKey } from './json-duplicate-key.js';
 import { jsonErrorPosition } from './json-error-position.js';
 
 /** What one bearer token may do: act as `principal`, in these workspaces only. */
@@ -25,7 +27,8 @@ export interface TokenRegistryOptions {
  * `{"<token>": {"principal": "<id>", "workspaces": ["<ws>"]}}`; a token acts in ITS workspaces only,
  * even when another token names the same principal. Re-read when the file changes, so that revoking
  * takes effect without a restart (and then also refuses replays). A re-read that fails (the file is
- * deleted, unreadable, not JSON, or has an invalid entry) fails closed: it is logged at once as
+ * deleted, unreadable, not UTF-8, not JSON, lists a token twice, or has an invalid entry) fails
+ * closed: it is logged at once as
  * `tokens.reload_failed` and every token is refused until a valid file is back (`tokens.reloaded`).
  * No message or log line names a token: entries are named by their position in the file.
  */
@@ -149,9 +152,9 @@ function fileStamp(path: string): string {
 }
 
 function readTokensFile(path: string): Map<string, Grant> {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(path, 'utf8');
+    bytes = readFileSync(path);
   } catch (cause) {
     const code = (cause as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? 'it does not exist' : (code ?? 'read error');
@@ -159,6 +162,13 @@ function readTokensFile(path: string): Map<string, Grant> {
   }
   const invalid = (problem: string) =>
     new IdemError('invalid_argument', `tokens file ${path} is invalid: ${problem}`);
+  let text: string;
+  try {
+    // Not U+FFFD for what is not UTF-8: two different tokens or principals must not become one.
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw invalid('not UTF-8');
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -170,6 +180,9 @@ function readTokensFile(path: string): Map<string, Grant> {
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw invalid('the top level must be an object of token: {principal, workspaces}');
   }
+  // JSON.parse keeps the last of two equal keys: one token listed twice would silently get one grant.
+  const repeated = jsonDuplicateKey(text);
+  if (repeated !== undefined) throw invalid(repeatedKeyProblem(repeated));
   const byToken = new Map<string, Grant>();
   Object.entries(parsed).forEach(([token, value], index) => {
     const problem = entryProblem(token, value);
@@ -195,13 +208,34 @@ function entryProblem(token: string, value: unknown): string | undefined {
   if (!isName(grant.principal, MAX_PRINCIPAL_LENGTH)) {
     return `principal: must be a string of 1 to ${MAX_PRINCIPAL_LENGTH} characters`;
   }
+  const principalProblem = unstorableText(grant.principal);
+  if (principalProblem !== undefined) return `principal: ${principalProblem}`;
   if (!('workspaces' in grant)) return 'workspaces: required';
   if (!Array.isArray(grant.workspaces)) return 'workspaces: must be an array of strings';
   const bad = grant.workspaces.findIndex((ws) => !isName(ws, MAX_WORKSPACE_LENGTH));
   if (bad !== -1) return `workspaces[${bad}]: must be a string of 1 to ${MAX_WORKSPACE_LENGTH} characters`;
+  for (const [index, ws] of (grant.workspaces as string[]).entries()) {
+    const problem = unstorableText(ws);
+    if (problem !== undefined) return `workspaces[${index}]: ${problem}`;
+  }
   return undefined;
 }
 
-function isName(value: unknown, max: number): boolean {
+/** A key given twice, named by entry number and place; a token (a top-level key) is never quoted. */
+function repeatedKeyProblem(repeated: DuplicateKey): string {
+  const { line, column } = repeated.position;
+  const at = `(line ${line}, column ${column})`;
+  const [entry] = repeated.path;
+  if (entry === undefined) {
+    return `entry ${repeated.second + 1} lists the token of entry ${repeated.first + 1} again ${at}`;
+  }
+  const field =
+    repeated.path.length === 1 && repeated.key.length <= 40
+      ? `the field ${JSON.stringify(repeated.key)}`
+      : 'a field';
+  return `entry ${entry + 1}: ${field} is given twice ${at}`;
+}
+
+function isName(value: unknown, max: number): value is string {
   return typeof value === 'string' && value.length >= 1 && value.length <= max;
 }

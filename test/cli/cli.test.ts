@@ -152,6 +152,16 @@ describe('idem serve: start-up checks', () => {
       JSON.stringify({ 'tok-15-letters!': { principal: 'b', workspaces: [] } }),
       'is invalid: entry 1: the token is shorter',
     ],
+    [
+      'one token listed twice (the last would win)',
+      `{"${token}": {"principal": "bob", "workspaces": []}, "${token}": {"principal": "alice", "workspaces": []}}`,
+      'is invalid: entry 2 lists the token of entry 1 again (line 1, column',
+    ],
+    [
+      'a principal with a lone surrogate',
+      JSON.stringify({ [token]: { principal: 'mallory\ud800', workspaces: [] } }),
+      'is invalid: entry 1: principal: must be well-formed Unicode',
+    ],
   ])(
     'refuses a tokens file with %s: exit 1, the entry or line named, no token printed',
     async (_l, text, expected) => {

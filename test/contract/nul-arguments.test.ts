@@ -16,6 +16,7 @@ import { callStart, durableExecutor, storeFactories, type TestStore } from '../h
 // `invalid_argument` naming the field, before anything is read or written.
 
 const NUL = '\u0000';
+const LONE = 'must be well-formed Unicode (it contains a lone surrogate, U+D800 to U+DFFF without its pair)';
 const nulMessage = (path: string) =>
   `invalid arguments: ${path}: must not contain the character U+0000 (NUL)`;
 
@@ -96,29 +97,39 @@ afterEach(cleanup);
 
 for (const server of servers) {
   describe(`U+0000 in arguments: ${server.name} reference server over MCP`, () => {
-    it('create_note, start_deployment and get_note answer invalid_argument; nothing is written', async () => {
+    it('create_note, start_deployment, get_note and list_notes answer invalid_argument; nothing is written', async () => {
       const app = await server.open();
       onTestFinished(() => app.close());
       const client: Client = await connectInMemory(app as ReferenceApp, 'dev');
       onTestFinished(() => closeQuietly(client));
       const key = () => randomUUID();
+      const lone = (path: string) => `invalid arguments: ${path}: ${LONE}`;
       const cases = [
-        ['create_note', { idempotency_key: key(), workspace: 'default', body: `x${NUL}y` }, 'body'],
+        [
+          'create_note',
+          { idempotency_key: key(), workspace: 'default', body: `x${NUL}y` },
+          nulMessage('body'),
+        ],
         [
           'start_deployment',
           { idempotency_key: key(), workspace: 'default', service: `api${NUL}`, version: '1' },
-          'service',
+          nulMessage('service'),
         ],
-        ['get_note', { workspace: 'default', note_id: `note_${NUL}` }, 'note_id'],
+        ['get_note', { workspace: 'default', note_id: `note_${NUL}` }, nulMessage('note_id')],
+        // A lone surrogate: PostgreSQL would store it as U+FFFD, so that different strings match.
+        ['create_note', { idempotency_key: key(), workspace: 'default', body: 'x\ud800' }, lone('body')],
+        [
+          'start_deployment',
+          { idempotency_key: key(), workspace: 'default', service: 'api\udfff', version: '1' },
+          lone('service'),
+        ],
+        ['get_note', { workspace: 'default', note_id: 'note_\ud800' }, lone('note_id')],
+        ['list_notes', { workspace: 'default\udfff' }, lone('workspace')],
       ] as const;
-      for (const [tool, args, path] of cases) {
+      for (const [tool, args, message] of cases) {
         const result = await callTool(client, tool, args);
         expect(result.isError, tool).toBe(true);
-        expect(result.sc.error, tool).toMatchObject({
-          code: 'invalid_argument',
-          retryable: false,
-          message: nulMessage(path),
-        });
+        expect(result.sc.error, tool).toMatchObject({ code: 'invalid_argument', retryable: false, message });
       }
       const listed = await callTool(client, 'list_notes', { workspace: 'default' });
       expect(listed.sc.notes).toEqual([]);

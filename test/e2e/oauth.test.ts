@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OAuthError, verifyBearerToken } from '@modelcontextprotocol/server';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { jwtVerifier } from '../../src/mcp/oauth/jwt-verifier.js';
 import { identityFromAuthInfo } from '../../src/mcp/idem-identity.js';
 import {
@@ -169,7 +169,20 @@ describe('idem serve as an OAuth 2.1 resource server (JWT access tokens)', () =>
         'signature',
       ],
       ['unknown kid', await sign(srv.url, {}, { key: foreign }), 'no signing key'],
+      ['expired 10 s ago, beyond the 5 s of skew', await sign(srv.url, {}, { expiresInSec: -10 }), 'expired'],
       ['no subject', await sign(srv.url, { sub: undefined }), '"sub"'],
+      // PostgreSQL would store both as mallory\uFFFD: one principal for two subjects.
+      [
+        'a subject with a lone surrogate',
+        await sign(srv.url, { sub: 'mallory\ud800' }),
+        '"sub" must be well-formed',
+      ],
+      ['a subject with U+0000', await sign(srv.url, { sub: 'mallory\u0000' }), '"sub" must not contain'],
+      [
+        'a workspace with a lone surrogate',
+        await sign(srv.url, { workspaces: ['default\udfff'] }),
+        '"workspaces": every workspace must be well-formed',
+      ],
       ['workspaces not an array', await sign(srv.url, { workspaces: 'default' }), '"workspaces"'],
       ['not a JWT', 'opaque-token-that-is-no-jwt', 'not a valid'],
     ];
@@ -233,9 +246,106 @@ describe('idem serve as an OAuth 2.1 resource server (JWT access tokens)', () =>
   });
 });
 
+describe('idem serve: JWT clock skew over HTTP', () => {
+  it('accepts a token whose exp passed 3 s ago (the README promises 5 s of skew)', async () => {
+    const srv = await jwtServer();
+    // A fractional exp exactly 3 s before now: the request has 2 s before it is out of the skew.
+    const token = await sign(srv.url, {}, { expiresAtSec: Date.now() / 1000 - 3 });
+    expect((await post(srv, token)).status).toBe(200);
+  });
+});
+
 describe('jwtVerifier with the SDK verifyBearerToken', () => {
+  const audience = 'https://idem.example/mcp';
+  const verifyAt = async (nowSec: number, token: () => Promise<string>) => {
+    // Only Date is faked: jose and the SDK read the same clock; timers (the JWKS fetch) stay real.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(nowSec * 1000);
+      const verifier = jwtVerifier({ issuer: issuer.issuer, jwksUrl: issuer.jwksUrl, audience });
+      const signed = await token();
+      return await verifyBearerToken(`Bearer ${signed}`, {
+        verifier,
+        expectedResource: new URL(audience),
+      }).catch((error: unknown) => error);
+    } finally {
+      vi.useRealTimers();
+    }
+  };
+  const now = Math.floor(Date.now() / 1000);
+
+  it.each([
+    ['exp 3 s past', { expiresInSec: -3 }],
+    ['exp 4 s past', { expiresInSec: -4 }],
+    ['nbf 3 s ahead', { notBeforeSec: 3 }],
+    ['nbf 5 s ahead', { notBeforeSec: 5 }],
+  ])('accepts %s: 5 s of clock skew hold through the SDK check', async (_l, options) => {
+    const auth = await verifyAt(now, () => sign(audience, {}, options));
+    expect(auth).not.toBeInstanceOf(Error);
+    expect(auth).toMatchObject({ clientId: 'alice' });
+  });
+
+  it.each([
+    ['exp 10 s past', { expiresInSec: -10 }, 'the token has expired'],
+    ['exp 6 s past', { expiresInSec: -6 }, 'the token has expired'],
+    ['nbf 10 s ahead', { notBeforeSec: 10 }, "the token's nbf claim is invalid"],
+  ])('refuses %s as invalid_token (401)', async (_l, options, message) => {
+    const refused = await verifyAt(now, () => sign(audience, {}, options));
+    expect(refused).toBeInstanceOf(OAuthError);
+    expect(refused).toMatchObject({ code: 'invalid_token', message });
+  });
+
+  it('reports expiresAt as exp plus the skew, and honours clockToleranceSec', async () => {
+    const auth = await verifyAt(now, () => sign(audience, {}, { expiresInSec: 60 }));
+    expect(auth).toMatchObject({ expiresAt: now + 65 });
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(now * 1000);
+      const strict = jwtVerifier({
+        issuer: issuer.issuer,
+        jwksUrl: issuer.jwksUrl,
+        audience,
+        clockToleranceSec: 0,
+      });
+      const token = await sign(audience, {}, { expiresInSec: -1 });
+      await expect(verifyBearerToken(`Bearer ${token}`, { verifier: strict })).rejects.toMatchObject({
+        code: 'invalid_token',
+      });
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(() =>
+      jwtVerifier({
+        issuer: issuer.issuer,
+        audience,
+        keys: async () => Promise.reject(new Error()),
+        clockToleranceSec: -1,
+      }),
+    ).toThrow(/clockToleranceSec/);
+  });
+
+  it('refuses a subject or workspace with U+0000 or a lone surrogate as invalid_token', async () => {
+    const verifier = jwtVerifier({ issuer: issuer.issuer, jwksUrl: issuer.jwksUrl, audience });
+    for (const claims of [
+      { sub: 'mallory\ud800' },
+      { sub: 'mallory\udfff' },
+      { sub: 'mallory\u0000' },
+      { workspaces: ['ws\ud800'] },
+      { workspaces: ['ws\u0000'] },
+    ]) {
+      const refused = await verifyBearerToken(`Bearer ${await sign(audience, claims)}`, { verifier }).catch(
+        (error: unknown) => error,
+      );
+      expect(refused, JSON.stringify(claims)).toBeInstanceOf(OAuthError);
+      expect(refused).toMatchObject({ code: 'invalid_token' });
+    }
+    const emoji = await verifyBearerToken(`Bearer ${await sign(audience, { sub: 'mallory\ud83d\ude00' })}`, {
+      verifier,
+    });
+    expect(identityFromAuthInfo(emoji)?.principal).toBe('mallory\ud83d\ude00');
+  });
+
   it('follows a key rotation: the new key is fetched on its first token, the retired one is refused', async () => {
-    const audience = 'https://idem.example/mcp';
     const verifier = jwtVerifier({
       issuer: issuer.issuer,
       jwksUrl: issuer.jwksUrl,

@@ -174,8 +174,50 @@ describe('JSON-RPC batches over HTTP', () => {
   });
 });
 
+describe('bodies that are not UTF-8 over HTTP', () => {
+  it('answers 400 with -32700 before anything runs, so two different byte strings never replay as one', async () => {
+    const { srv, db } = await server();
+    const key = `k-${randomUUID()}`;
+    const body = `note-${randomUUID()}`;
+    // The same call but for one byte of the note's body: 0xFF and 0xFE are not UTF-8; a lenient
+    // decoder reads both as U+FFFD, and the second would replay the first one's receipt.
+    const call = (bad: number) =>
+      Buffer.concat([
+        Buffer.from(
+          `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_note","arguments":{"workspace":"default","idempotency_key":"${key}","body":"${body}`,
+        ),
+        Buffer.from([bad]),
+        Buffer.from('"}}}'),
+      ]);
+    // Also a truncated multi-byte sequence and an encoded surrogate (CESU-8), both invalid UTF-8.
+    const others = [Buffer.from([0xe2, 0x82]), Buffer.from([0xed, 0xa0, 0x80])].map((bytes) =>
+      Buffer.concat([Buffer.from(rpc('ping').slice(0, -1)), Buffer.from(',"x":"'), bytes, Buffer.from('"}')]),
+    );
+    for (const bytes of [call(0xff), call(0xfe), ...others]) {
+      const answer = await rawRequest({ port: srv.port, headers: MCP_HEADERS, body: bytes });
+      expect(answer.status).toBe(400);
+      expect(answer.json()).toEqual({
+        jsonrpc: '2.0',
+        error: { code: -32700, message: 'Parse error: the body is not valid UTF-8; nothing was done' },
+        id: null,
+      });
+    }
+    expect(noteIdsInDb(db, `${body}\ufffd`)).toEqual([]);
+    const refusals = await srv.waitForLogs((l) => l.event === 'http.refused' && l.reason === 'not_utf8', 4);
+    expect(refusals).toHaveLength(4);
+    // The same call in valid UTF-8 (U+00FF, two bytes) runs once.
+    const valid = await rawRequest({
+      port: srv.port,
+      headers: MCP_HEADERS,
+      body: call(0xff).toString('latin1'),
+    });
+    expect((valid.json() as ToolCallAnswer).result?.structuredContent?.status).toBe('succeeded');
+    expect(noteIdsInDb(db, `${body}\u00ff`)).toHaveLength(1);
+  });
+});
+
 describe('protocol edges over stdio', () => {
-  it('answers a non-JSON line, batches and __proto__ itself, and keeps serving', async () => {
+  it('answers a line that is not UTF-8 or not JSON, batches and __proto__ itself, and keeps serving', async () => {
     const db = join(makeTempDir(), 'db.sqlite');
     const proc = track(
       spawn(process.execPath, [CLI, 'serve', '--stdio', '--db', db], {
@@ -208,11 +250,19 @@ describe('protocol edges over stdio', () => {
     send(JSON.stringify([{ jsonrpc: '2.0', id: 'b1', method: 'ping' }]));
     send(createNoteWith(body, '"__proto__":{"workspace":"x"}', 'proto'));
     send(createNoteWith(body, '"constructor":1', 'ctor'));
+    // Not UTF-8 (0xFF in the body): refused, never read as U+FFFD.
+    const [head, tail] = createNoteWith(body, '', 'bad-utf8').split(body) as [string, string];
+    proc.stdin?.write(
+      Buffer.concat([Buffer.from(`${head}${body}`), Buffer.from([0xff]), Buffer.from(`${tail}\n`)]),
+    );
     send(rpc('ping', undefined, 'last'));
-    await waitFor(7);
+    await waitFor(8);
     const byId = (id: unknown) => answers.filter((a) => a.id === id);
-    const anonymous = byId(null).map((a) => (a.error as { code: number }).code);
-    expect(anonymous).toEqual([-32700, -32600, -32600]);
+    const anonymous = byId(null).map((a) => a.error as { code: number; message: string });
+    expect(anonymous.map((e) => e.code)).toEqual([-32700, -32600, -32600, -32700]);
+    expect(anonymous[3]?.message).toBe('Parse error: the line is not valid UTF-8');
+    expect(byId('bad-utf8')).toEqual([]);
+    expect(noteIdsInDb(db, `${body}\ufffd`)).toEqual([]);
     for (const id of ['proto', 'ctor']) {
       const [answer] = byId(id) as unknown as ToolCallAnswer[];
       expect(answer?.result?.structuredContent?.error?.code, id).toBe('invalid_argument');

@@ -176,6 +176,24 @@ describe('tokens file over HTTP: a reload that fails', () => {
       (g: Grants) => JSON.stringify({ ...g, 'short-token-15c': { principal: 'carol', workspaces: [] } }),
       /entry 4: the token is shorter than 16 characters/,
     ],
+    [
+      // bob's token listed again with alice's grant: JSON.parse would keep the last, bob became alice.
+      "bob's token listed again for alice",
+      (g: Grants) => {
+        const bob = Object.keys(g)[2] as string;
+        return `${JSON.stringify(g).slice(0, -1)},"${bob}":{"principal":"alice","workspaces":["alice-ws"]}}`;
+      },
+      /entry 4 lists the token of entry 3 again \(line 1, column \d+\)/,
+    ],
+    [
+      'a principal with a lone surrogate',
+      (g: Grants) =>
+        JSON.stringify({
+          ...g,
+          [secretToken('mallory')]: { principal: 'mallory\ud800', workspaces: ['shared'] },
+        }),
+      /entry 4: principal: must be well-formed Unicode/,
+    ],
   ])(
     'with %s is logged at once and refuses every token until the file is valid again',
     async (_l, broken, reason) => {

@@ -12,6 +12,8 @@ interface SigningKey {
 export interface SignOptions {
   /** Seconds from now; negative for an expired token; null for none. Default 300. */
   expiresInSec?: number | null;
+  /** `exp` as given (seconds since the epoch, fractions allowed); wins over `expiresInSec`. */
+  expiresAtSec?: number;
   issuer?: string;
   audience?: string | string[];
   notBeforeSec?: number;
@@ -84,7 +86,8 @@ export class TestIssuer {
       .setIssuedAt(now)
       .setJti(randomUUID());
     const expires = options.expiresInSec === undefined ? 300 : options.expiresInSec;
-    if (expires !== null) jwt = jwt.setExpirationTime(now + expires);
+    if (options.expiresAtSec !== undefined) jwt = jwt.setExpirationTime(options.expiresAtSec);
+    else if (expires !== null) jwt = jwt.setExpirationTime(now + expires);
     if (options.notBeforeSec !== undefined) jwt = jwt.setNotBefore(now + options.notBeforeSec);
     return jwt.sign(key.privateKey);
   }

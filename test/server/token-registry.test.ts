@@ -27,7 +27,7 @@ function recordingLogger(): Logger & { lines: Line[] } {
 }
 
 /** The message of what `fromFile` throws for `text`, checked to be a coded invalid_argument. */
-function startupError(text: string): string {
+function startupError(text: string | Buffer): string {
   const path = tempFile('tokens.json');
   writeFileSync(path, text);
   try {
@@ -76,6 +76,47 @@ describe('TokenRegistry: an invalid file at start-up', () => {
     ['an empty principal', entry({ principal: '', workspaces: [] }), 'entry 2: principal: must be a string'],
     ['a grant that is no object', entry(['a']), 'entry 2: must be an object'],
     ['an array', JSON.stringify([secret]), 'the top level must be an object'],
+    [
+      'a token listed twice',
+      `{"${secret}": {"principal": "bob", "workspaces": []},\n "${good}": {"principal": "a", "workspaces": []},\n "${secret}": {"principal": "alice", "workspaces": []}}`,
+      'entry 3 lists the token of entry 1 again (line 3, column 2)',
+    ],
+    [
+      'a field given twice',
+      `{"${good}": {"principal": "a", "workspaces": []}, "${secret}": {"principal": "b", "workspaces": [], "principal": "alice"}}`,
+      'entry 2: the field "principal" is given twice',
+    ],
+    // JSON.stringify writes a lone surrogate as the escape \udXXX, which JSON.parse reads back as one.
+    [
+      'a principal with a lone surrogate',
+      entry({ principal: 'mallory\ud800', workspaces: [] }),
+      'entry 2: principal: must be well-formed Unicode (it contains a lone surrogate',
+    ],
+    [
+      'a principal with U+0000',
+      entry({ principal: 'mallory\u0000', workspaces: [] }),
+      'entry 2: principal: must not contain the character U+0000 (NUL)',
+    ],
+    [
+      'a workspace with a lone surrogate',
+      entry({ principal: 'a', workspaces: ['ok', 'ws\udfff'] }),
+      'entry 2: workspaces[1]: must be well-formed Unicode',
+    ],
+    [
+      'a workspace with U+0000',
+      entry({ principal: 'a', workspaces: ['ws\u0000'] }),
+      'entry 2: workspaces[0]: must not contain the character U+0000',
+    ],
+    [
+      'bytes that are not UTF-8',
+      // A principal `mallory` + byte 0xFF, which a lenient decoder reads as U+FFFD.
+      Buffer.concat([
+        Buffer.from(`{"${secret}": {"principal": "mallory`),
+        Buffer.from([0xff]),
+        Buffer.from('", "workspaces": []}}'),
+      ]),
+      'not UTF-8',
+    ],
   ])('names the entry by position for %s, never the token', (_label, text, expected) => {
     const message = startupError(text);
     expect(message).toContain(expected);
@@ -159,6 +200,16 @@ describe('TokenRegistry: reloading', () => {
       'a short token',
       JSON.stringify({ ...valid, 'only-15-chars!!': { principal: 'c', workspaces: [] } }),
       /entry 3: the token is shorter/,
+    ],
+    [
+      "bob's token listed again for alice",
+      `${JSON.stringify(valid).slice(0, -1)},"${bob}":{"principal":"alice","workspaces":["a"]}}`,
+      /entry 3 lists the token of entry 2 again \(line 1, column \d+\)/,
+    ],
+    [
+      'a principal with a lone surrogate',
+      JSON.stringify({ ...valid, [bob]: { principal: 'bob\udfff', workspaces: ['b'] } }),
+      /entry 2: principal: must be well-formed Unicode/,
     ],
   ])(
     'fails closed on %s: logs an error at once and refuses every token until a valid file',

@@ -45,8 +45,10 @@ export interface JwtVerifierOptions extends IdentityClaimNames {
 /**
  * An SDK v2 `OAuthTokenVerifier` for JWT access tokens (jose does the cryptography): the signature
  * against the issuer's JWKS (keys rotate: an unknown `kid` refetches it), `iss`, `aud`, `exp` (required)
- * and `nbf`. The `AuthInfo` it returns has `resource` = the audience, the token's scopes (`scope`
- * or `scp`), `expiresAt` = `exp`, and `extra = { principal, workspaces, claims }` from the claims
+ * and `nbf`, each with `clockToleranceSec` of skew. The `AuthInfo` it returns has `resource` = the
+ * audience, the token's scopes (`scope` or `scp`), `expiresAt` = `exp` plus that skew (the last
+ * moment the token is accepted: the SDK's `verifyBearerToken` refuses a token past `expiresAt` with
+ * no skew of its own), and `extra = { principal, workspaces, claims }` from the claims
  * named in the options, which is what Idem's tools and `authorizeByGrant` read. Give it to the SDK's
  * `requireBearerAuth`/`verifyBearerToken` (which also checks required scopes). A token that fails
  * any check throws `OAuthError(invalid_token)` (a 401); keys that cannot be fetched throw
@@ -54,11 +56,15 @@ export interface JwtVerifierOptions extends IdentityClaimNames {
  */
 export function jwtVerifier(options: JwtVerifierOptions): OAuthTokenVerifier {
   const keys = options.keys ?? remoteKeys(options);
+  const clockToleranceSec = options.clockToleranceSec ?? 5;
+  if (!Number.isFinite(clockToleranceSec) || clockToleranceSec < 0) {
+    throw new TypeError('jwtVerifier: clockToleranceSec must be a number of seconds, 0 or more');
+  }
   const verifyOptions = {
     issuer: options.issuer,
     audience: options.audience,
     algorithms: [...(options.algorithms ?? DEFAULT_JWT_ALGORITHMS)],
-    clockTolerance: options.clockToleranceSec ?? 5,
+    clockTolerance: clockToleranceSec,
     requiredClaims: ['exp'],
   };
   const resource = urlOrUndefined(options.audience);
@@ -80,7 +86,8 @@ export function jwtVerifier(options: JwtVerifierOptions): OAuthTokenVerifier {
         token,
         clientId: stringClaim(payload.client_id) ?? stringClaim(payload.azp) ?? identity.principal,
         scopes: scopesOf(payload),
-        expiresAt: payload.exp as number,
+        // jose accepted it up to `exp + clockToleranceSec`; the SDK then checks expiresAt against now.
+        expiresAt: (payload.exp as number) + clockToleranceSec,
         ...(resource === undefined ? {} : { resource }),
         extra: { principal: identity.principal, workspaces: [...identity.workspaces], claims: payload },
       };

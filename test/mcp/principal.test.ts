@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { identityFromAuthInfo } from '../../src/mcp/idem-identity.js';
+import { principalFromAuthInfo, toolCallContext } from '../../src/mcp/principal.js';
+
+// A verifier of one's own fills `extra.principal`; one PostgreSQL cannot store as written (U+0000, a
+// lone surrogate, which it would turn into U+FFFD and so merge with another principal) is no principal.
+
+describe('principalFromAuthInfo', () => {
+  it('reads no principal from one with U+0000 or a lone surrogate, so every tool answers forbidden', () => {
+    for (const principal of ['mallory\ud800', 'mallory\udfff', '\udc00mallory', 'mallory\u0000', '', 7]) {
+      const authInfo = { extra: { principal, workspaces: ['ws'] } };
+      expect(principalFromAuthInfo(authInfo), JSON.stringify(principal)).toBeUndefined();
+      expect(toolCallContext(authInfo, undefined).principal).toBeUndefined();
+      expect(identityFromAuthInfo(authInfo)).toBeUndefined();
+    }
+  });
+
+  it('reads well-formed principals as they are, surrogate pairs and U+FFFD included', () => {
+    for (const principal of ['alice', 'mallory\ud83d\ude00', 'mallory\ufffd', 'ä\u0001']) {
+      expect(principalFromAuthInfo({ extra: { principal } })).toBe(principal);
+    }
+  });
+});
