@@ -3,9 +3,9 @@ import { systemClock, type Clock } from '../core/clock.js';
 import { IdemError } from '../core/errors.js';
 import { fingerprint } from '../core/fingerprint.js';
 import type { Logger } from '../core/logger.js';
-import { toLogger, type LoggerOption } from '../log/to-logger.js';
 import { attemptTimeout, DEFAULT_RETRY_POLICY, planRetry, type RetryPolicy } from '../core/retry-policy.js';
 import { callWithTimeout, type AttemptResult } from './call-with-timeout.js';
+import { clientLogger, type ClientLoggerOption } from './client-logger.js';
 import type { McpClient } from './connect-target.js';
 import { IntentJournal, type JournalIntent } from './intent-journal.js';
 import type { IntentOutcome, OutcomeFields, UnknownReason } from './intent-outcome.js';
@@ -36,8 +36,12 @@ export interface IdemClientOptions {
   random?: () => number;
   /** Generates idempotency keys. Default a random UUID. */
   newKey?: () => string;
-  /** Receives one `idem.client.outcome` line per outcome: ids, codes, counts; never arguments or keys. */
-  logger?: LoggerOption;
+  /**
+   * Receives one `idem.client.outcome` line per outcome: ids, codes, counts; never arguments or keys.
+   * Whatever the Executor's `logger` takes (an Idem `Logger`, pino, `console`), or a plain function
+   * that gets each line as JSON. A logger that throws never changes an outcome.
+   */
+  logger?: ClientLoggerOption;
 }
 
 export interface CallOptions {
@@ -102,7 +106,7 @@ export class IdemClient {
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? Math.random;
     this.#newKey = options.newKey ?? randomUUID;
-    this.#logger = toLogger(options.logger);
+    this.#logger = clientLogger(options.logger);
   }
 
   /** Performs one intended action: `args` without the key (the client owns it). */
