@@ -346,11 +346,12 @@ describe('IdemClient: intents', () => {
     expect(settled).toEqual(again);
     expect(server.callsOf('create_note')).toHaveLength(2);
 
-    await expect(
-      idem.call('create_note', { body: 'other' }, { intentId: 'write-report' }),
-    ).rejects.toMatchObject({
-      code: 'payload_conflict',
+    // Other arguments under the same id: the typed refusal, nothing sent (see intent-conflict.test.ts).
+    expect(await idem.call('create_note', { body: 'other' }, { intentId: 'write-report' })).toMatchObject({
+      status: 'failed',
+      error: { code: 'payload_conflict', retryable: false },
     });
+    expect(server.callsOf('create_note')).toHaveLength(2);
   });
 
   it('hands an intent to another agent: same key, same operation, and the receiver finishes it', async () => {
