@@ -6,8 +6,8 @@ type Level = 'info' | 'warn' | 'error';
 
 /**
  * What an IdemClient's `logger` accepts: every `LoggerOption` the Executor takes (an Idem `Logger`,
- * a pino logger, `console`), or a plain function, which receives each line as one JSON string (as
- * `jsonLogger`'s `write` does).
+ * a pino logger, `console`), or a plain function, which receives each line as one JSON string
+ * ending in a newline (as `jsonLogger`'s `write` does).
  */
 export type ClientLoggerOption = LoggerOption | ((line: string) => void);
 
