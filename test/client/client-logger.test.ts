@@ -77,7 +77,6 @@ function forms(): Form[] {
         error: () => undefined,
       },
     },
-    { name: 'an object without logging methods', logger: {} as unknown as ClientLoggerOption },
   ];
 }
 
