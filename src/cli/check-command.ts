@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { credentialsRefusal } from '../client/credentials-refusal.js';
 import { CliError } from './cli-error.js';
 import { CheckConnection, type CheckTargetSpec, type ListedTool } from './check-connection.js';
 import { connectionFailure } from './connection-failure.js';
@@ -36,7 +37,13 @@ export async function checkCommand(
       return connection;
     } catch (error) {
       signal?.throwIfAborted();
-      throw new CliError(`cannot ${describeTarget(target)}: ${connectionFailure(error)}`, 1);
+      const refusal = credentialsRefusal(error);
+      if (refusal === undefined) {
+        throw new CliError(`cannot ${describeTarget(target)}: ${connectionFailure(error)}`, 1);
+      }
+      // It was reached: it answered, and refused these credentials.
+      const none = token === undefined && refusal.httpStatus === 401 ? ' (no --token was given)' : '';
+      throw new CliError(`cannot connect to ${labelOf(target)}: ${refusal.message}${none}`, 1);
     }
   };
   try {

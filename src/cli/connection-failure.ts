@@ -1,3 +1,5 @@
+import { credentialsRefusal } from '../client/credentials-refusal.js';
+
 /** Socket and spawn error codes an operator recognizes, in words. */
 const REASONS: Record<string, string> = {
   ECONNREFUSED: 'connection refused',
@@ -31,9 +33,12 @@ function chain(error: unknown): unknown[] {
 
 /**
  * Why a connection to a server failed, in one line: "connection refused (ECONNREFUSED)" rather
- * than fetch's bare "fetch failed". Falls back to the messages of the error and its causes.
+ * than fetch's bare "fetch failed", "the server refused the credentials (HTTP 401): …" rather than
+ * the SDK's "Error POSTing to endpoint: ". Falls back to the messages of the error and its causes.
  */
 export function connectionFailure(error: unknown): string {
+  const refusal = credentialsRefusal(error);
+  if (refusal !== undefined) return refusal.message;
   const errors = chain(error);
   for (const item of errors) {
     const code = (item as { code?: unknown }).code;

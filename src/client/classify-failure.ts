@@ -1,11 +1,5 @@
-import {
-  ProtocolError,
-  ProtocolErrorCode,
-  SdkError,
-  SdkErrorCode,
-  SdkHttpError,
-  UnauthorizedError,
-} from '@modelcontextprotocol/client';
+import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
+import { credentialsRefusal, httpStatusOf } from './credentials-refusal.js';
 import type { ToolErrorCode } from './tool-error-codes.js';
 import type { ToolError } from './tool-reply.js';
 
@@ -13,8 +7,9 @@ import type { ToolError } from './tool-reply.js';
  * A call that threw instead of answering. `transient`: nothing definite was observed (timeout,
  * dropped or refused connection, a gateway's 5xx); the action may or may not have happened, and a
  * retry with the same key is safe. `definitive`: the server or the protocol refused the request
- * itself (a JSON-RPC error, 401/403/404, 413 as `invalid_argument`), so repeating it changes nothing. `closed` says the
- * connection is gone and must be replaced before the next attempt.
+ * itself (a JSON-RPC error, 401/403 as `forbidden` saying that the server refused the credentials,
+ * 404, 413 as `invalid_argument`), so repeating it changes nothing. `closed` says the connection is
+ * gone and must be replaced before the next attempt.
  */
 export type FailureKind =
   | { readonly kind: 'transient'; readonly error: ToolError; readonly closed: boolean }
@@ -24,11 +19,26 @@ const RETRYABLE_HTTP = new Set([408, 425, 429, 500, 502, 503, 504]);
 const NETWORK_CODES =
   /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UND_ERR_\w+)$/;
 
+/** What a thrown call means for a retry (see FailureKind), with a code from TOOL_ERROR_CODES. */
 export function classifyFailure(error: unknown): FailureKind {
   const message = error instanceof Error ? error.message : String(error);
+  // 401/403 (or the SDK's UnauthorizedError): `forbidden`, saying that the credentials were refused.
+  const refusal = credentialsRefusal(error);
+  if (refusal !== undefined) {
+    const { httpStatus } = refusal;
+    return {
+      kind: 'definitive',
+      error: {
+        code: 'forbidden',
+        message: refusal.message,
+        retryable: false,
+        ...(httpStatus === undefined ? {} : { httpStatus }),
+      },
+    };
+  }
   // SdkHttpError extends SdkError: the HTTP status decides before the SDK's own code does.
-  if (error instanceof SdkHttpError) {
-    const status = error.status;
+  const status = httpStatusOf(error);
+  if (status !== undefined) {
     if (RETRYABLE_HTTP.has(status)) {
       return {
         kind: 'transient',
@@ -38,22 +48,13 @@ export function classifyFailure(error: unknown): FailureKind {
     }
     if (status === 413) {
       // Refused before it reached a tool: nothing was done, and the same request will be refused again.
-      const refusal = `the server refused the request as too large (HTTP 413); nothing was done: ${message}`;
-      return { kind: 'definitive', error: { code: 'invalid_argument', message: refusal, retryable: false } };
-    }
-    if (status === 401 || status === 403) {
-      return {
-        kind: 'definitive',
-        error: { code: 'forbidden', message, retryable: false, httpStatus: status },
-      };
+      const tooLarge = `the server refused the request as too large (HTTP 413); nothing was done: ${message}`;
+      return { kind: 'definitive', error: { code: 'invalid_argument', message: tooLarge, retryable: false } };
     }
     return {
       kind: 'definitive',
       error: { code: 'http_error', message, retryable: false, httpStatus: status },
     };
-  }
-  if (error instanceof UnauthorizedError) {
-    return { kind: 'definitive', error: { code: 'forbidden', message, retryable: false } };
   }
   if (error instanceof SdkError) {
     switch (error.code) {

@@ -25,9 +25,11 @@ const UNFINISHED = new Set(['accepted', 'running', 'cancel_requested']);
 /**
  * Polls the operation tool (`get_operation {operation_id}`) within what is left of the run's budget
  * until the operation is final: succeeded (its recorded result), failed or cancelled. An operation
- * still running, or one the server reports as outcome_unknown, leaves the outcome open; so does a
- * server that does not know the operation (then polling stops at once). Reads only: a poll never
- * acts, so polling has no attempt limit, only the deadline.
+ * still running when the budget ends leaves the outcome open. One the server reports as
+ * outcome_unknown (not marked retryable) leaves it open at once, with the server's next_action: only
+ * an operator settles it, so asking again would only repeat the answer. So does a server that does
+ * not know the operation, or refuses to tell. Reads only: a poll never acts, so polling has no
+ * attempt limit, only the deadline.
  */
 export async function followOperation(options: FollowOptions): Promise<FollowResult> {
   const { run, clock } = options;
@@ -61,10 +63,21 @@ export async function followOperation(options: FollowOptions): Promise<FollowRes
       const error = replyError(content);
       if (error?.retryable) continue;
       run.lastError = error ?? run.lastError;
-      return open(); // not_found, forbidden, …: this server will not tell us
+      nextAction = stringField(content, 'next_action') ?? nextAction;
+      if (error?.code === 'outcome_unknown') state = 'outcome_unknown';
+      return open(); // not_found, forbidden, outcome_unknown, …: polling again will not tell more
     }
     const status = stringField(content, 'status');
     nextAction = stringField(content, 'next_action') ?? nextAction;
+    if (status === 'outcome_unknown') {
+      // Only an operator settles it: asking again within the budget would only repeat this answer.
+      // A server that marks it retryable expects it to become known, so that one is polled on.
+      state = 'outcome_unknown';
+      const error = replyError(content);
+      run.lastError = error ?? run.lastError;
+      if (error?.retryable === true) continue;
+      return open();
+    }
     if (status === 'succeeded') {
       const result = isPlainObject(content.result) ? content.result : content;
       return { kind: 'settled', outcome: { status: 'succeeded', result, replayed: true } };
@@ -78,8 +91,7 @@ export async function followOperation(options: FollowOptions): Promise<FollowRes
       };
       return { kind: 'settled', outcome: { status: 'failed', error, nextAction } };
     }
-    if (status === 'outcome_unknown') state = 'outcome_unknown';
-    else if (status !== undefined && UNFINISHED.has(status)) state = 'running';
+    if (status !== undefined && UNFINISHED.has(status)) state = 'running';
     else return open();
   }
 }

@@ -3,9 +3,9 @@ import { systemClock, type Clock } from '../core/clock.js';
 import { IdemError } from '../core/errors.js';
 import { fingerprint } from '../core/fingerprint.js';
 import type { Logger } from '../core/logger.js';
-import { toLogger, type LoggerOption } from '../log/to-logger.js';
 import { attemptTimeout, DEFAULT_RETRY_POLICY, planRetry, type RetryPolicy } from '../core/retry-policy.js';
 import { callWithTimeout, type AttemptResult } from './call-with-timeout.js';
+import { clientLogger, type ClientLoggerOption } from './client-logger.js';
 import type { McpClient } from './connect-target.js';
 import { IntentJournal, type JournalIntent } from './intent-journal.js';
 import type { IntentOutcome, OutcomeFields, UnknownReason } from './intent-outcome.js';
@@ -36,8 +36,12 @@ export interface IdemClientOptions {
   random?: () => number;
   /** Generates idempotency keys. Default a random UUID. */
   newKey?: () => string;
-  /** Receives one `idem.client.outcome` line per outcome: ids, codes, counts; never arguments or keys. */
-  logger?: LoggerOption;
+  /**
+   * Receives one `idem.client.outcome` line per outcome: ids, codes, counts; never arguments or keys.
+   * Whatever the Executor's `logger` takes (an Idem `Logger`, pino, `console`), or a plain function
+   * that gets each line as JSON. A logger that throws never changes an outcome.
+   */
+  logger?: ClientLoggerOption;
 }
 
 export interface CallOptions {
@@ -45,7 +49,8 @@ export interface CallOptions {
   /**
    * Your name for this intended action (1 to 200 printable ASCII characters). Calling again with the
    * same id and arguments resumes it with the same key instead of starting a second action; other
-   * arguments under the same id are refused (`payload_conflict`). Default: a new id.
+   * arguments (or another tool) under the same id are refused: a `failed` outcome with code
+   * `payload_conflict`, nothing sent, the recorded intent untouched. Default: a new id.
    */
   intentId?: string;
   policy?: Partial<RetryPolicy>;
@@ -54,7 +59,10 @@ export interface CallOptions {
 export interface ResumeOptions {
   signal?: AbortSignal;
   policy?: Partial<RetryPolicy>;
-  /** Needed only for an intent recorded without its arguments and not yet given an operation id. */
+  /**
+   * Needed only for an intent recorded without its arguments and not yet given an operation id.
+   * Arguments other than the recorded ones get the `payload_conflict` outcome, nothing sent.
+   */
   args?: Record<string, unknown>;
 }
 
@@ -102,7 +110,7 @@ export class IdemClient {
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? Math.random;
     this.#newKey = options.newKey ?? randomUUID;
-    this.#logger = toLogger(options.logger);
+    this.#logger = clientLogger(options.logger);
   }
 
   /** Performs one intended action: `args` without the key (the client owns it). */
@@ -122,24 +130,15 @@ export class IdemClient {
     if (!INTENT_ID.test(intentId)) {
       throw new IdemError('invalid_argument', 'intentId must be 1 to 200 printable ASCII characters');
     }
-    const existing = this.journal.get(intentId);
-    if (existing !== undefined) {
-      if (existing.tool !== tool || existing.argsHash !== fingerprint(args)) {
-        throw new IdemError('payload_conflict', `intent ${intentId} was recorded for another action`);
-      }
-      return this.resume(intentId, { ...options, args });
-    }
     options.signal?.throwIfAborted();
-    // Durable before anything is sent: a process that dies from here on finds the key again.
-    const intent = this.journal.begin({
-      intentId,
-      tool,
-      keyField: this.#keyField,
-      key: this.#newKey(),
-      args,
-      keepArguments: this.#keepArguments,
-    });
-    return this.#drive(intent, args, options);
+    const recorded = this.journal.get(intentId);
+    const { begun, intent } =
+      recorded === undefined ? this.#begin(intentId, tool, args) : { begun: false, intent: recorded };
+    if (begun) return this.#drive(intent, args, options);
+    if (intent.tool !== tool || intent.argsHash !== fingerprint(args)) {
+      return this.#refuseOtherAction(intent, tool);
+    }
+    return this.resume(intentId, { ...options, args });
   }
 
   /**
@@ -152,7 +151,7 @@ export class IdemClient {
       return intent.outcome;
     }
     if (options.args !== undefined && fingerprint(options.args) !== intent.argsHash) {
-      throw new IdemError('payload_conflict', `intent ${intentId} was recorded with other arguments`);
+      return this.#refuseOtherAction(intent, intent.tool);
     }
     const args = intent.args ?? options.args;
     if (args === undefined && intent.operationId === undefined) {
@@ -253,6 +252,58 @@ export class IdemClient {
     return this.#finish(run, this.#unknown(run, followed.reason, followed.nextAction));
   }
 
+  /**
+   * Records a new intent, durable before anything is sent: a process that dies from here on finds
+   * its key again. When another process sharing the journal recorded the id first, its intent.
+   */
+  #begin(
+    intentId: string,
+    tool: string,
+    args: Record<string, unknown>,
+  ): { begun: boolean; intent: JournalIntent } {
+    try {
+      const intent = this.journal.begin({
+        intentId,
+        tool,
+        keyField: this.#keyField,
+        key: this.#newKey(),
+        args,
+        keepArguments: this.#keepArguments,
+      });
+      return { begun: true, intent };
+    } catch (error) {
+      const recorded = this.journal.get(intentId);
+      if (error instanceof IdemError && error.code === 'payload_conflict' && recorded !== undefined) {
+        return { begun: false, intent: recorded };
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * `payload_conflict` for a call under an intent id that holds another action: nothing is sent and
+   * the journal is left as it is (the intent keeps its own key, arguments and outcome).
+   */
+  #refuseOtherAction(intent: JournalIntent, tool: string): IntentOutcome {
+    const id = intent.intentId;
+    const outcome: IntentOutcome = {
+      intentId: id,
+      tool,
+      key: intent.key,
+      operationId: intent.operationId,
+      attempts: 0,
+      status: 'failed',
+      error: {
+        code: 'payload_conflict',
+        message: `intent ${id} is recorded for another action (${intent.tool} with other arguments); nothing was sent`,
+        retryable: false,
+      },
+      nextAction: `To continue intent ${id}, call again with its recorded tool and arguments (or resume it); for a new action, use a new intentId.`,
+    };
+    this.#logOutcome(outcome);
+    return outcome;
+  }
+
   #unknown(run: IntentRun, reason: UnknownReason, serverNextAction: string | undefined): OutcomeFields {
     const id = run.intent.intentId;
     const op = run.operationId;
@@ -277,6 +328,11 @@ export class IdemClient {
       ...fields,
     } as IntentOutcome;
     this.journal.recordOutcome(outcome);
+    this.#logOutcome(outcome);
+    return outcome;
+  }
+
+  #logOutcome(outcome: IntentOutcome): void {
     this.#logger.info('idem.client.outcome', {
       intent_id: outcome.intentId,
       tool: outcome.tool,
@@ -290,7 +346,6 @@ export class IdemClient {
             ? outcome.reason
             : undefined,
     });
-    return outcome;
   }
 
   #noteOperation(run: IntentRun, operationId: string | undefined): void {

@@ -4,6 +4,7 @@
  * servers on SDK v2 and 1.x.
  */
 export { IdemClient, type IdemClientOptions, type CallOptions, type ResumeOptions } from './idem-client.js';
+export type { ClientLoggerOption } from './client-logger.js';
 export {
   IntentJournal,
   type IntentJournalOptions,
