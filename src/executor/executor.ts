@@ -17,6 +17,7 @@ import type { SignalOption } from '../ports/maybe-async.js';
 import type { EffectContext, EffectResult } from './effect.js';
 import { commitOnce, type CommitUnit } from './commit-once.js';
 import { toLogger, type LoggerOption } from '../log/to-logger.js';
+import { jsonLogger } from '../log/json-logger.js';
 import { outcomeOf, type CallOutcome } from './call-outcome.js';
 
 export type { CallOutcome } from './call-outcome.js';
@@ -80,9 +81,11 @@ export interface ExecutorOptions<App> {
   authorize: Authorize;
   clock?: Clock;
   /**
-   * An Idem `Logger`, a pino logger or `console`, as they are (see `LoggerOption`). One `idem.call`
-   * line per call; an `internal` outcome's line also carries the error's name, message and stack
-   * (and `error_source`: `effect`, `authorize` or `idem`), never the arguments.
+   * An Idem `Logger`, a pino logger, `console` (every level on stderr) or a function that writes
+   * one JSON line, as they are (see `LoggerOption`). Default: JSON lines on stderr (`jsonLogger()`),
+   * never stdout, which may be an MCP stdio channel. One `idem.call` line per call; an `internal`
+   * outcome's line also carries the error's name, message and stack (and `error_source`: `effect`,
+   * `authorize` or `idem`), never the arguments: the details an `internal` answer points to.
    */
   logger?: LoggerOption;
   /** How long a call waits for an in-flight operation with its key. Default 2 s. */
@@ -107,7 +110,7 @@ export class Executor<App> {
     this.faults = options.faults ?? new FaultPoints();
     this.#authorize = options.authorize;
     this.#clock = options.clock ?? systemClock;
-    this.#logger = toLogger(options.logger);
+    this.#logger = options.logger === undefined ? jsonLogger() : toLogger(options.logger);
     this.#waitMs = options.inFlightWaitMs ?? DEFAULT_IN_FLIGHT_WAIT_MS;
   }
 
