@@ -18,7 +18,7 @@ import type { EffectContext, EffectResult } from './effect.js';
 import { commitOnce, type CommitUnit } from './commit-once.js';
 import { toLogger, type LoggerOption } from '../log/to-logger.js';
 import { jsonLogger } from '../log/json-logger.js';
-import { intentOfParts, logCall } from '../log/call-line.js';
+import { intentOfParts, logCall } from '../log/log-call.js';
 import { outcomeOf, type CallOutcome } from './call-outcome.js';
 
 export type { CallOutcome } from './call-outcome.js';

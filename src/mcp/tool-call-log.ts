@@ -4,7 +4,7 @@ import { intentDigest } from '../core/intent-digest.js';
 import { newAttemptId } from '../core/ids.js';
 import type { LogFields, Logger } from '../core/logger.js';
 import type { OperationIdentity } from '../core/operation-identity.js';
-import { intentOfParts, logCall } from '../log/call-line.js';
+import { intentOfParts, logCall } from '../log/log-call.js';
 
 /** The operation a read tool's call reported or changed, as its `idem.call` line names it. */
 export interface ReadOperation {
