@@ -43,9 +43,10 @@ export class ToolCallLog {
     this.#intent = intentOfParts(this.#principal, workspace, operation, key);
   }
 
-  /** The operation a read tool reported: its id and the intent of the action it carries out. */
+  /** The operation a read tool reported: its id, workspace and the intent of its action. */
   operation(record: ReadOperation): void {
     this.#operationId = record.operationId;
+    this.#workspace ??= record.identity.workspace;
     this.#intent = intentDigest(record.identity);
   }
 

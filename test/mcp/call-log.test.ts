@@ -186,10 +186,10 @@ describe('one idem.call line per MCP tool call, linked by an intent digest', () 
       operation_id: operationId,
     });
     const about = lines.filter((l) => l.operation_id === operationId);
-    expect(about.map((l) => [l.tool, l.outcome, l.intent])).toEqual([
-      ['start_deployment@v1', 'accepted', deployIntent],
-      ['get_operation', 'ok', deployIntent],
-      ['cancel_operation', 'ok', deployIntent],
+    expect(about.map((l) => [l.tool, l.outcome, l.intent, l.workspace])).toEqual([
+      ['start_deployment@v1', 'accepted', deployIntent, WORKSPACE],
+      ['get_operation', 'ok', deployIntent, WORKSPACE],
+      ['cancel_operation', 'ok', deployIntent, WORKSPACE],
     ]);
     // An unknown id is never logged (it is the caller's text, not the server's id).
     for (const line of lines.slice(before).filter((l) => l.outcome === 'not_found')) {
