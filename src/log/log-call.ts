@@ -29,7 +29,8 @@ export interface CallLine {
  * Writes the one `idem.call` line of a tool call: at `error` when it ended `internal` or
  * `unavailable` (something an operator must look at), else at `info`. `extra` carries what the
  * caller adds for an error (its source, name, message and stack; storage cause fields), never an
- * argument value. Never throws: a logger that throws is reported on stderr (`idem.log_failed`).
+ * argument value. Never throws: a logger that throws or rejects is reported on stderr
+ * (`idem.log_failed`).
  */
 export function logCall(logger: Logger, line: CallLine, extra: LogFields = {}): void {
   const fields: LogFields = {
@@ -44,14 +45,19 @@ export function logCall(logger: Logger, line: CallLine, extra: LogFields = {}): 
     ...extra,
   };
   for (const [name, value] of Object.entries(fields)) if (value === undefined) delete fields[name];
-  try {
-    if (line.errorCode === 'internal' || line.errorCode === 'unavailable') logger.error(CALL_EVENT, fields);
-    else logger.info(CALL_EVENT, fields);
-  } catch (error) {
-    // A logger that throws never changes what the call answers (it may have committed): say so on
+  const lost = (error: unknown) => {
+    // A logger that fails never changes what the call answers (it may have committed): say so on
     // stderr, with the line it could not write.
     const name = error instanceof Error ? error.name : typeof error;
     process.stderr.write(jsonLine('error', 'idem.log_failed', { ...fields, log_error: name }));
+  };
+  try {
+    const level = line.errorCode === 'internal' || line.errorCode === 'unavailable' ? 'error' : 'info';
+    // A logger typed `void` may still be async: its rejection is reported, never left unhandled.
+    const returned: unknown = logger[level](CALL_EVENT, fields);
+    if (isThenable(returned)) returned.then(undefined, lost);
+  } catch (error) {
+    lost(error);
   }
 }
 
@@ -70,4 +76,12 @@ export function intentOfParts(
     return undefined;
   }
   return intentDigest({ principal, workspace, operation, key });
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }

@@ -242,7 +242,14 @@ describe.each(storeFactories)(
   },
 );
 
-describe('a logger that throws', () => {
+const failingInfo = {
+  throws: () => {
+    throw new RangeError('log sink full');
+  },
+  rejects: () => Promise.reject(new RangeError('log sink full')) as unknown as void,
+};
+
+describe.each(Object.keys(failingInfo) as Array<keyof typeof failingInfo>)('a logger that %s', (how) => {
   it('never changes what a committed call answers; the line it lost goes to stderr', async () => {
     const t = await storeFactories[0]!.create();
     onTestFinished(() => t.close());
@@ -252,19 +259,14 @@ describe('a logger that throws', () => {
       return true;
     });
     onTestFinished(() => spy.mockRestore());
-    const logger = {
-      info: () => {
-        throw new RangeError('log sink full');
-      },
-      warn: () => {},
-      error: () => {},
-    };
+    const logger = { info: failingInfo[how], warn: () => {}, error: () => {} };
     const executor = new Executor<unknown>({ store: t.store, authorize: () => true, logger });
     const request = { principal: 'alice', workspace: WORKSPACE, key: KEY, args: { body: BODY } };
 
     const outcome = await executor.run(t.createNote, request);
     expect(outcome).toMatchObject({ ok: true, replayed: false });
     expect(await t.countNotes()).toBe(1);
+    await new Promise((resolve) => setImmediate(resolve)); // a rejection is reported a tick later
     spy.mockRestore();
     const lines = written.map((line) => JSON.parse(line) as Line);
     expect(lines).toEqual([
