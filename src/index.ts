@@ -19,7 +19,14 @@ export type { Receipt, Tombstone, Existing } from './core/receipt.js';
 export type { JsonObject, JsonValue } from './core/json.js';
 export type { Logger, LogFields } from './core/logger.js';
 export { jsonLogger } from './log/json-logger.js';
-export { toLogger, type LoggerOption, type PinoLike, type ConsoleLike } from './log/to-logger.js';
+export {
+  toLogger,
+  type LoggerOption,
+  type PinoLike,
+  type ConsoleLike,
+  type LineWriter,
+} from './log/to-logger.js';
+export { intentDigest } from './core/intent-digest.js';
 export { FaultPoints, type FaultPoint, type FaultAction } from './core/fault-points.js';
 export { DEFAULT_SWEEP_BATCH_BUDGET_MS, DEFAULT_SWEEP_MAX_DUTY } from './core/batch-sizer.js';
 export { DEFAULT_TOMBSTONE_TTL_MS } from './core/tombstone-ttl.js';

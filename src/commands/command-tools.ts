@@ -91,10 +91,12 @@ export function commandTools<App>(options: CommandToolsOptions<App>): IdemTool[]
     }
     if (record.identity.operation !== RUN_COMMAND)
       throw new IdemError('invalid_argument', `operation ${operationId} is not a ${RUN_COMMAND} operation`);
+    read.operation?.(record);
     return record;
   };
 
   const readCommandOutput = readTool({
+    logger: executor.logger,
     name: READ_COMMAND_OUTPUT,
     title: 'Read a command run’s output',
     description:

@@ -18,6 +18,8 @@ import type { SignalOption } from '../ports/maybe-async.js';
 import type { EffectContext, EffectResult } from './effect.js';
 import { commitOnce, type CommitUnit } from './commit-once.js';
 import { toLogger, type LoggerOption } from '../log/to-logger.js';
+import { jsonLogger } from '../log/json-logger.js';
+import { intentOfParts, logCall } from '../log/log-call.js';
 import { outcomeOf, type CallOutcome } from './call-outcome.js';
 
 export type { CallOutcome } from './call-outcome.js';
@@ -91,9 +93,11 @@ export interface ExecutorOptions<App> {
   authorize: Authorize;
   clock?: Clock;
   /**
-   * An Idem `Logger`, a pino logger or `console`, as they are (see `LoggerOption`). One `idem.call`
-   * line per call; an `internal` outcome's line also carries the error's name, message and stack
-   * (and `error_source`: `effect`, `authorize` or `idem`), never the arguments.
+   * An Idem `Logger`, a pino logger, `console` (every level on stderr) or a function that writes
+   * one JSON line, as they are (see `LoggerOption`). Default: JSON lines on stderr (`jsonLogger()`),
+   * never stdout, which may be an MCP stdio channel. One `idem.call` line per call; an `internal`
+   * outcome's line also carries the error's name, message and stack (and `error_source`: `effect`,
+   * `authorize` or `idem`), never the arguments: the details an `internal` answer points to.
    */
   logger?: LoggerOption;
   /** How long a call waits for an in-flight operation with its key. Default 2 s. */
@@ -108,9 +112,14 @@ export interface ExecutorOptions<App> {
 export class Executor<App> {
   readonly store: IdemStore<App>;
   readonly faults: FaultPoints;
+  /**
+   * Where this executor's `idem.call` lines go (the `logger` option, or JSON lines on stderr).
+   * Give it to read tools (`readTool({ logger: executor.logger, ... })`) so every tool call of a
+   * server logs to the same place.
+   */
+  readonly logger: Logger;
   readonly #authorize: Authorize;
   readonly #clock: Clock;
-  readonly #logger: Logger;
   readonly #waitMs: number;
 
   constructor(options: ExecutorOptions<App>) {
@@ -118,7 +127,7 @@ export class Executor<App> {
     this.faults = options.faults ?? new FaultPoints();
     this.#authorize = options.authorize;
     this.#clock = options.clock ?? systemClock;
-    this.#logger = toLogger(options.logger);
+    this.logger = options.logger === undefined ? jsonLogger() : toLogger(options.logger);
     this.#waitMs = options.inFlightWaitMs ?? DEFAULT_IN_FLIGHT_WAIT_MS;
   }
 
@@ -226,22 +235,30 @@ export class Executor<App> {
         failure = { source, error };
       });
     const finish = (outcome: CallOutcome): CallOutcome => {
-      const fields: LogFields = {
-        attempt_id: attemptId,
-        operation_id: outcome.ok ? outcome.operationId : (outcome.error.operationId ?? operationId),
-        tool: operationLabel({ operation: operation.name, version: operation.version }),
-        principal: request.principal,
-        workspace: request.workspace,
-        outcome: outcome.ok ? callOutcomeLabel(outcome.replayed, outcome.result.status) : outcome.error.code,
-        duration_ms: Math.round((this.#clock.monotonic() - started) * 1000) / 1000,
+      logCall(
+        this.logger,
+        {
+          attemptId,
+          operationId: outcome.ok ? outcome.operationId : (outcome.error.operationId ?? operationId),
+          // The same on every retry of this action, whatever its earlier attempts ended in.
+          intent: intentOfParts(request.principal, request.workspace, operation.name, request.key),
+          tool: operationLabel({ operation: operation.name, version: operation.version }),
+          principal: request.principal,
+          workspace: request.workspace,
+          outcome: outcome.ok
+            ? callOutcomeLabel(outcome.replayed, outcome.result.status)
+            : outcome.error.code,
+          errorCode: outcome.ok ? undefined : outcome.error.code,
+          durationMs: this.#clock.monotonic() - started,
+        },
         // An `unavailable` storage: the driver code and the file or server, never a body.
-        ...(outcome.ok ? {} : storageCauseFields(outcome.error)),
-      };
-      if (!outcome.ok && outcome.error.code === 'internal') {
-        this.#logger.error('idem.call', { ...fields, ...errorFields(failure, outcome.error) });
-      } else if (!outcome.ok && outcome.error.code === 'unavailable') {
-        this.#logger.error('idem.call', fields);
-      } else this.#logger.info('idem.call', fields);
+        outcome.ok
+          ? {}
+          : {
+              ...storageCauseFields(outcome.error),
+              ...(outcome.error.code === 'internal' ? errorFields(failure, outcome.error) : {}),
+            },
+      );
       return outcome;
     };
 

@@ -8,7 +8,8 @@ export {
   type DurableToolConfig,
   type ToolArgs,
 } from './idempotent-tool.js';
-export { readTool, type ReadToolConfig } from './read-tool.js';
+export { readTool, type ReadToolConfig, type ReadContext } from './read-tool.js';
+export { type ReadOperation } from './tool-call-log.js';
 export {
   type IdemTool,
   type IdemToolAnnotations,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { IdemError } from '../core/errors.js';
 import { MAX_KEY_LENGTH } from '../core/idempotency-key.js';
+import { operationLabel } from '../core/operation-identity.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
 import {
   DEFAULT_RETENTION_MS,
@@ -16,6 +17,7 @@ import { objectSchema, type ArgsOf, type IdemTool, type ToolInput } from './idem
 import { DEFAULT_STATUS_TOOL, type FollowUpNames } from './follow-up.js';
 import { idempotencyInstructions } from './tool-description.js';
 import { errorContent, idemResultSchema, outcomeResult, toolResult } from './tool-result.js';
+import { ToolCallLog } from './tool-call-log.js';
 import { validateArguments } from './validate-arguments.js';
 
 export const workspaceField = z
@@ -126,6 +128,7 @@ function mutatingTool<App, Input extends ToolInput>(
 ): IdemTool {
   Executor.validate(config);
   const retentionMs = config.retentionMs ?? DEFAULT_RETENTION_MS;
+  const label = operationLabel({ operation: config.name, version: config.version });
   const names: FollowUpNames = {
     ...(config.statusTool === undefined ? {} : { statusTool: config.statusTool }),
     ...(config.operatorHint === undefined ? {} : { operatorHint: config.operatorHint }),
@@ -143,10 +146,19 @@ function mutatingTool<App, Input extends ToolInput>(
     outputSchema: idemResultSchema,
     annotations: { idempotentHint: true, readOnlyHint: false, destructiveHint: false },
     async handle(raw, context) {
+      // A call the executor never sees still logs its one `idem.call` line; the executor logs the rest.
+      const refuse = (error: IdemError) => {
+        const log = new ToolCallLog(executor.logger, label, context.principal);
+        const fields = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>) : {};
+        if (workspaceField.safeParse(fields.workspace).success) log.workspace(fields.workspace);
+        log.intent(fields.workspace, config.name, fields.idempotency_key);
+        log.end({ error });
+        return toolResult(errorContent(error), true);
+      };
       const parsed = validateArguments(strict, raw);
-      if (!parsed.ok) return toolResult(errorContent(parsed.error), true);
+      if (!parsed.ok) return refuse(parsed.error);
       if (context.principal === undefined) {
-        return toolResult(errorContent(new IdemError('forbidden', 'no authenticated principal')), true);
+        return refuse(new IdemError('forbidden', 'no authenticated principal'));
       }
       const { idempotency_key: key, ...args } = parsed.value as ToolArgs<Input> & {
         idempotency_key: string;

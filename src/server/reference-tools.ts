@@ -98,6 +98,7 @@ export function referenceTools<App>(options: ReferenceToolsOptions<App>): IdemTo
   });
 
   const cancelOperation = readTool({
+    logger: executor.logger,
     name: 'cancel_operation',
     description:
       'Asks to cancel one of your operations. It becomes "cancelled" only once it is established that nothing was or will be done; if the work already succeeded, it stays succeeded. Call get_operation to see the final state.',
@@ -119,6 +120,7 @@ export function referenceTools<App>(options: ReferenceToolsOptions<App>): IdemTo
   });
 
   const getNote = readTool({
+    logger: executor.logger,
     name: 'get_note',
     description: 'Returns one note of a workspace by its note_id.',
     inputSchema: { workspace: workspaceField, note_id: z.string().min(1).max(200) },
@@ -132,6 +134,7 @@ export function referenceTools<App>(options: ReferenceToolsOptions<App>): IdemTo
   });
 
   const listNotes = readTool({
+    logger: executor.logger,
     name: 'list_notes',
     description: 'Lists the notes of a workspace, oldest first.',
     inputSchema: { workspace: workspaceField },
@@ -143,6 +146,7 @@ export function referenceTools<App>(options: ReferenceToolsOptions<App>): IdemTo
   });
 
   const getOperation = readTool({
+    logger: executor.logger,
     name: 'get_operation',
     description:
       'Reports what became of one of your operations, by the operation_id from an earlier result: its status (accepted, running, succeeded, failed, cancel_requested, cancelled, outcome_unknown), its result when done, and what to do next. Use it when an outcome is uncertain.',
@@ -161,6 +165,7 @@ export function referenceTools<App>(options: ReferenceToolsOptions<App>): IdemTo
       throw new IdemError('not_found', 'no such operation');
     }
     requireWorkspace(read, record.identity.workspace);
+    read.operation?.(record);
     return record;
   }
 }

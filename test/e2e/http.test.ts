@@ -342,12 +342,19 @@ describe('reference server over Streamable HTTP with bearer tokens', () => {
     expect(bad.status).toBe(401);
     await bad.body?.cancel();
 
-    const calls = await srv.waitForLogs((l) => l.event === 'idem.call', 3);
-    expect(calls.map((l) => l.outcome)).toEqual(['executed', 'replayed', 'payload_conflict']);
+    // The refusal of the too-long body too: one line per call, whatever its outcome.
+    const calls = await srv.waitForLogs((l) => l.event === 'idem.call', 4);
+    expect(calls.map((l) => l.outcome)).toEqual([
+      'executed',
+      'replayed',
+      'payload_conflict',
+      'invalid_argument',
+    ]);
     for (const line of calls) {
       expect(line).toMatchObject({
         level: 'info',
         attempt_id: expect.any(String),
+        intent: calls[0]?.intent, // one action: the same digest on every call with its key
         principal: 'alice',
         workspace: 'shared',
         tool: 'create_note@v1',
@@ -355,12 +362,14 @@ describe('reference server over Streamable HTTP with bearer tokens', () => {
       });
       expect(line.duration_ms as number).toBeGreaterThanOrEqual(0);
     }
+    expect(calls[0]?.intent).toMatch(/^[A-Za-z0-9_-]{22}$/);
     expect(calls[0]?.operation_id).toBe(created.sc.operation_id);
     expect(calls[1]?.operation_id).toBe(created.sc.operation_id);
-    expect(new Set(calls.map((l) => l.attempt_id)).size).toBe(3);
+    expect(new Set(calls.map((l) => l.attempt_id)).size).toBe(4);
 
     const stderr = srv.stderrLines().join('\n');
     expect(stderr).not.toContain(body);
+    expect(stderr).not.toContain('log-key');
     expect(stderr).not.toContain(alice);
     expect(stderr).not.toContain(bob);
     assertNoSecretsLogged(stderr);

@@ -127,9 +127,10 @@ describe('reference server over stdio', () => {
       .map(parseJsonLine)
       .filter((l) => l !== undefined);
     expect(logs.some((l) => l.event === 'idem.serving' && l.transport === 'stdio')).toBe(true);
-    expect(logs.filter((l) => l.event === 'idem.call').map((l) => [l.principal, l.outcome])).toEqual([
-      ['dev', 'executed'],
-      ['dev', 'replayed'],
+    expect(logs.filter((l) => l.event === 'idem.call').map((l) => [l.principal, l.tool, l.outcome])).toEqual([
+      ['dev', 'create_note@v1', 'executed'],
+      ['dev', 'create_note@v1', 'replayed'],
+      ['dev', 'list_notes', 'ok'],
     ]);
     expect(stderr()).not.toContain(body);
   });

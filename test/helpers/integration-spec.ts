@@ -1,3 +1,4 @@
+import { silentLogger } from '../../src/core/logger.js';
 import { randomUUID } from 'node:crypto';
 import { expect, it } from 'vitest';
 import type { EffectContext, EffectResult } from '../../src/executor/effect.js';
@@ -45,7 +46,15 @@ export function integrationSpec<Tx>(open: () => Promise<IntegrationHarness<Tx>>)
   const run = async (body: (h: IntegrationHarness<Tx>, executor: Executor<Tx>) => Promise<void>) => {
     const h = await open();
     try {
-      await body(h, new Executor<Tx>({ store: h.store, authorize: () => true, inFlightWaitMs: 5000 }));
+      await body(
+        h,
+        new Executor<Tx>({
+          store: h.store,
+          authorize: () => true,
+          inFlightWaitMs: 5000,
+          logger: silentLogger,
+        }),
+      );
     } finally {
       await h.close();
     }

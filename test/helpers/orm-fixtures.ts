@@ -1,3 +1,4 @@
+import { silentLogger } from '../../src/core/logger.js';
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -302,6 +303,7 @@ export async function openOrmTestStore(
   const executor = new Executor<unknown>({
     store: opened.store,
     faults,
+    logger: silentLogger, // the tests read outcomes; the default would write every call to stderr
     authorize: options.authorize ?? (() => true),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });

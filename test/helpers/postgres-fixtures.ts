@@ -1,3 +1,4 @@
+import { silentLogger } from '../../src/core/logger.js';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { openPostgres } from '../../src/adapters/postgres/open-postgres.js';
@@ -85,6 +86,7 @@ export async function openPostgresTestStore(options: TestStoreOptions = {}): Pro
   const executor = new Executor<PgClient>({
     store,
     faults,
+    logger: silentLogger, // the tests read outcomes; the default would write every call to stderr
     authorize: options.authorize ?? (() => true),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });

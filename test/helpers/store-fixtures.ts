@@ -1,3 +1,4 @@
+import { silentLogger } from '../../src/core/logger.js';
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -145,6 +146,7 @@ export function openTestStore(options: TestStoreOptions = {}): SqliteTestStore {
   const executor = new Executor<SqliteDatabase>({
     store,
     faults,
+    logger: silentLogger, // the tests read outcomes; the default would write every call to stderr
     authorize: options.authorize ?? (() => true),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
@@ -217,6 +219,7 @@ export function durableExecutor(
 ): Executor<unknown> {
   return new Executor<unknown>({
     store,
+    logger: silentLogger,
     authorize: options.authorize ?? (() => true),
     inFlightWaitMs: options.inFlightWaitMs ?? 0,
     ...(options.clock === undefined ? {} : { clock: options.clock }),
