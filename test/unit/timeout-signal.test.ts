@@ -22,11 +22,16 @@ describe('timeoutSignal', () => {
     let fired: unknown;
     const watch = (signal: AbortSignal) => {
       const ref = new WeakRef(signal);
+      // Once it has fired the signal may rightly be collected before the next poll: the listener
+      // (which holds nothing of the signal) records the firing itself.
+      signal.addEventListener('abort', (event) => {
+        fired ??= (event.target as AbortSignal).reason;
+      });
       return new Promise<void>((resolve) => {
         const poll = setInterval(() => {
           const s = ref.deref();
           if (s === undefined || s.aborted) {
-            fired = s?.reason ?? 'collected';
+            fired ??= s?.reason ?? 'collected before it fired';
             clearInterval(poll);
             resolve();
           }
