@@ -130,7 +130,9 @@ export async function serveCommand(argv: string[]): Promise<void> {
   armTestFaults(faults, logger);
   // One command, nothing else to run: without --provider-url a demo provider runs in this process.
   const embedded =
-    work.providerUrl === undefined ? await startProvider({ mode: work.providerMode, logger }) : undefined;
+    work.providerUrl === undefined
+      ? await startProvider({ mode: work.providerMode, logger, keyRetentionMs: work.providerKeyRetentionMs })
+      : undefined;
   const providerUrl = work.providerUrl ?? (embedded as RunningProvider).url;
   const common = {
     registry: registry ?? (devGrant === undefined ? TokenRegistry.empty() : TokenRegistry.fixed(devGrant)),
@@ -184,6 +186,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
         faults: app.faults,
         providerUrl,
         providerMode: work.providerMode,
+        providerKeyRetentionMs: work.providerKeyRetentionMs,
         policy: work.policy,
         retentionMs,
         clock: app.clock,

@@ -8,6 +8,8 @@ import { durationOption, intOption } from './options.js';
 export const WORK_OPTIONS = {
   'provider-url': { type: 'string' },
   'provider-mode': { type: 'string', default: 'key' },
+  // The reference provider's own default (DEFAULT_KEY_RETENTION_MS).
+  'provider-key-retention': { type: 'string', default: '24h' },
   deadline: { type: 'string', default: '30s' },
   'attempt-timeout': { type: 'string', default: '8s' },
   'max-attempts': { type: 'string', default: '3' },
@@ -19,9 +21,13 @@ export const WORK_OPTIONS = {
 export const WORK_HELP = `  --provider-url URL         the deployment provider (and webhook receiver)
   --provider-mode MODE       what it supports: key (Idempotency-Key), reference (lookup by client
                              reference) or none; decides the recovery path (default key)
+  --provider-key-retention DUR  mode key: how long the provider keeps an Idempotency-Key; no
+                             resend is made once it may have forgotten one (outcome_unknown
+                             instead; default 24h, as idem provider --key-retention)
   --deadline DUR             total deadline of a deployment (default 30s)
   --attempt-timeout DUR      cap of one provider attempt (default 8s)
-  --max-attempts N           attempts per deployment (default 3)
+  --max-attempts N           attempts per deployment that may reach the provider (default 3); a
+                             refused connection sends nothing and is retried until the deadline
   --worker-lease DUR         lease on an operation, renewed while working (default 5s)
   --worker-poll DUR          wait between polls when idle (default 200ms)
   --outbox-max-attempts N    sends of a webhook without a 2xx before it becomes a dead letter
@@ -30,6 +36,8 @@ export const WORK_HELP = `  --provider-url URL         the deployment provider (
 export interface WorkSettings {
   providerUrl: string | undefined;
   providerMode: RecoveryMode;
+  /** Mode key: how long the provider keeps an idempotency key, ms. */
+  providerKeyRetentionMs: number;
   policy: RetryPolicy;
   leaseMs: number;
   pollIntervalMs: number;
@@ -39,6 +47,7 @@ export interface WorkSettings {
 export function workSettings(values: {
   'provider-url'?: string | undefined;
   'provider-mode': string;
+  'provider-key-retention': string;
   deadline: string;
   'attempt-timeout': string;
   'max-attempts': string;
@@ -56,6 +65,7 @@ export function workSettings(values: {
   return {
     providerUrl: url,
     providerMode: mode,
+    providerKeyRetentionMs: durationOption('--provider-key-retention', values['provider-key-retention']),
     policy: {
       ...DEFAULT_RETRY_POLICY,
       totalMs: durationOption('--deadline', values.deadline, 24 * 3_600_000),

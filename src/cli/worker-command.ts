@@ -62,6 +62,7 @@ export async function workerCommand(argv: string[]): Promise<void> {
     faults,
     providerUrl: settings.providerUrl,
     providerMode: settings.providerMode,
+    providerKeyRetentionMs: settings.providerKeyRetentionMs,
     policy: settings.policy,
     retentionMs,
     clock: systemClock,

@@ -45,11 +45,32 @@ export type RetryPlan =
       readonly reason: 'attempts_exhausted' | 'deadline_exhausted' | 'retry_after_beyond_deadline';
     };
 
+/** How a retry layer counts what it has done, when not every attempt counts against the cap. */
+export interface RetryCount {
+  /**
+   * The attempts that count against `maxAttempts`; default all `attemptsMade`. A layer that can
+   * prove an attempt never reached the other side (its connection was refused) leaves it out: such
+   * attempts are bounded by the deadline alone.
+   */
+  readonly countedAttempts?: number;
+  /**
+   * The least backoff, ms; default 0. Full jitter may draw a wait near 0, which is harmless after a
+   * slow failure but would spin on a refusal that fails at once (`baseDelayMs` suits it).
+   */
+  readonly minDelayMs?: number;
+  /**
+   * True: a wait drawn beyond what the budget allows is shortened so that one more attempt still
+   * starts in time, instead of stopping early with budget left (for retries that cost the other
+   * side nothing, such as refused connections). Default false.
+   */
+  readonly fillBudget?: boolean;
+}
+
 /**
  * After `attemptsMade` failed attempts with `elapsedMs` spent: wait how long, or stop. A retry is
  * planned only if, after its wait, at least `minAttempt(policy)` of the budget is left for it. A
  * server's `retryAfterMs` is honoured when it fits the remaining budget and refused (stop) when it
- * does not.
+ * does not. The backoff grows with every attempt made; the cap applies to `count.countedAttempts`.
  */
 export function planRetry(
   policy: RetryPolicy,
@@ -57,8 +78,10 @@ export function planRetry(
   elapsedMs: number,
   random: () => number,
   retryAfterMs?: number,
+  count: RetryCount = {},
 ): RetryPlan {
-  if (attemptsMade >= policy.maxAttempts) return { retry: false, reason: 'attempts_exhausted' };
+  if ((count.countedAttempts ?? attemptsMade) >= policy.maxAttempts)
+    return { retry: false, reason: 'attempts_exhausted' };
   // What a retry may wait and still leave its attempt enough of the budget.
   const waitable = policy.totalMs - elapsedMs - minAttempt(policy);
   if (waitable < 0) return { retry: false, reason: 'deadline_exhausted' };
@@ -68,8 +91,12 @@ export function planRetry(
       : { retry: false, reason: 'retry_after_beyond_deadline' };
   }
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attemptsMade - 1));
-  const delayMs = Math.floor(random() * ceiling);
-  if (delayMs > waitable) return { retry: false, reason: 'deadline_exhausted' };
+  // The floor never ends a budget that still has room for an attempt: it yields to what is left.
+  const delayMs = Math.max(Math.floor(random() * ceiling), Math.min(count.minDelayMs ?? 0, waitable));
+  if (delayMs > waitable)
+    return count.fillBudget === true
+      ? { retry: true, delayMs: waitable }
+      : { retry: false, reason: 'deadline_exhausted' };
   return { retry: true, delayMs };
 }
 

@@ -21,7 +21,21 @@ export type CallOutcome =
       readonly error: IdemError;
       readonly attemptId: string;
       readonly status?: OutcomeStatus;
+      /** Set when the answer is a stored operation's (`failed`, `outcome_unknown`): true on a replay. */
+      readonly replayed?: boolean;
+      /** A stored operation's evidence beside its error, as its status view shows it. */
+      readonly evidence?: OutcomeEvidence;
     };
+
+/**
+ * What a `failed` or `outcome_unknown` operation's record holds beside its error: the attempts made
+ * and, when the worker kept one, the result it stored as evidence (a command's exit code and output
+ * summary). A replay answers it as `get_operation` shows it.
+ */
+export interface OutcomeEvidence {
+  readonly attempts: number;
+  readonly result?: JsonObject;
+}
 
 /**
  * What a caller is told about an operation in its current state: facts only. An unfinished or
@@ -83,6 +97,8 @@ export function outcomeOf(record: OperationRecord, replayed: boolean, attemptId:
         ok: false,
         status: 'failed',
         attemptId,
+        replayed,
+        evidence: evidenceOf(record),
         error: new IdemError(
           storedCode(record.error?.code),
           record.error?.message ?? 'the operation failed',
@@ -98,6 +114,8 @@ export function outcomeOf(record: OperationRecord, replayed: boolean, attemptId:
         ok: false,
         status: 'outcome_unknown',
         attemptId,
+        replayed,
+        evidence: evidenceOf(record),
         error: new IdemError(
           'outcome_unknown',
           record.error?.message ?? 'the outcome could not be established',
@@ -111,6 +129,13 @@ export function outcomeOf(record: OperationRecord, replayed: boolean, attemptId:
         ),
       };
   }
+}
+
+function evidenceOf(record: OperationRecord): OutcomeEvidence {
+  return {
+    attempts: record.attemptCount,
+    ...(record.result === undefined ? {} : { result: record.result }),
+  };
 }
 
 function storedCode(code: string | undefined): ErrorCode {

@@ -97,7 +97,9 @@ export function toolResult(content: JsonObject, isError = false): IdemToolResult
 
 /**
  * Maps an executor outcome to the wire: the stored result plus `replayed` (and, for an accepted or
- * cancelled operation, `next_action` worded with `names`), or a coded error.
+ * cancelled operation, `next_action` worded with `names`), or a coded error; a stored `failed` or
+ * `outcome_unknown` operation's error also carries `replayed`, `attempts` and its stored `result`
+ * (evidence), as `get_operation` shows them.
  */
 export function outcomeResult(outcome: CallOutcome, names?: FollowUpNames): IdemToolResult {
   if (outcome.ok) {
@@ -108,5 +110,12 @@ export function outcomeResult(outcome: CallOutcome, names?: FollowUpNames): Idem
     content.replayed = outcome.replayed;
     return toolResult(content);
   }
-  return toolResult(errorContent(outcome.error, outcome.status, names), true);
+  const content = errorContent(outcome.error, outcome.status, names);
+  // A stored failed or outcome_unknown operation: marked like any replay, with its evidence.
+  if (outcome.evidence !== undefined) {
+    content.attempts = outcome.evidence.attempts;
+    if (outcome.evidence.result !== undefined) content.result = outcome.evidence.result;
+  }
+  if (outcome.replayed !== undefined) content.replayed = outcome.replayed;
+  return toolResult(content, true);
 }

@@ -14,6 +14,11 @@ export interface DeploymentHandlerOptions {
   readonly client: DeploymentProviderClient;
   /** How the configured provider deduplicates; must match the provider's own mode. */
   readonly mode: RecoveryMode;
+  /**
+   * Mode `key`: how long the provider keeps an idempotency key, ms (`idem provider
+   * --key-retention`); no resend is made once it may have forgotten one. Default: unbounded.
+   */
+  readonly providerKeyRetentionMs?: number;
 }
 
 /**
@@ -24,11 +29,14 @@ export interface DeploymentHandlerOptions {
  */
 export class DeploymentHandler implements DurableHandler {
   readonly mode: RecoveryMode;
+  readonly providerKeyRetentionMs?: number;
   readonly #client: DeploymentProviderClient;
 
   constructor(options: DeploymentHandlerOptions) {
     this.#client = options.client;
     this.mode = options.mode;
+    if (options.providerKeyRetentionMs !== undefined)
+      this.providerKeyRetentionMs = options.providerKeyRetentionMs;
   }
 
   async dispatch(operation: OperationRecord, context: HandlerCallContext): Promise<DispatchOutcome> {
@@ -100,8 +108,13 @@ export class DeploymentHandler implements DurableHandler {
         : this.mode === 'reference'
           ? ` with client_reference ${context.providerKey}`
           : ` (provider key ${context.providerKey} was not sent: this provider keeps no key)`;
+    const why =
+      context.keyRetentionPassedMs === undefined
+        ? ''
+        : `No resend was made: the provider keeps an Idempotency-Key for ${context.keyRetentionPassedMs} ms ` +
+          `and may have forgotten this one, so a resend could deploy again. `;
     return (
-      `Check the deployment provider for ${what}${via} created between ` +
+      `${why}Check the deployment provider for ${what}${via} created between ` +
       `${new Date(context.from).toISOString()} and ${new Date(context.to).toISOString()}; then have an ` +
       `operator resolve this operation as succeeded (with the deployment id) or failed. Do not retry ` +
       `with a new idempotency_key before that: it could deploy twice.`

@@ -49,7 +49,9 @@ export interface Applied {
  * - `created`: applied;
  * - `rejected`: not applied and never will be for these arguments (not retried); `code` is the
  *   stored error code (`forbidden` or `invalid_argument`);
- * - `throttled`: not applied, may be later (`retryAfterMs` if the system said when);
+ * - `throttled`: not applied, may be later (`retryAfterMs` if the system said when); `unsent` when
+ *   the request provably never reached the external system (its connection was refused): such an
+ *   attempt is retried with backoff until the deadline and does not count against `maxAttempts`;
  * - `ambiguous`: may or may not have been applied;
  * - `failed`: the effect ran and ended without success (e.g. a command's non-zero exit): final,
  *   never retried; `message` becomes the stored error and `evidence` the stored result;
@@ -65,7 +67,12 @@ export type DispatchOutcome =
       readonly status: number;
       readonly reason: string;
     }
-  | { readonly kind: 'throttled'; readonly status: number; readonly retryAfterMs?: number }
+  | {
+      readonly kind: 'throttled';
+      readonly status: number;
+      readonly retryAfterMs?: number;
+      readonly unsent?: boolean;
+    }
   | { readonly kind: 'ambiguous'; readonly reason: string }
   | {
       readonly kind: 'failed';
@@ -92,6 +99,11 @@ export interface UnknownOutcomeContext {
   /** Epoch ms: the effect, if any, happened between these instants. */
   readonly from: number;
   readonly to: number;
+  /**
+   * Set when the worker stopped resending because the provider may have forgotten the key: the
+   * handler's `providerKeyRetentionMs`, so that the sentence can say why no resend settled it.
+   */
+  readonly keyRetentionPassedMs?: number;
 }
 
 /**
@@ -115,6 +127,14 @@ export interface DurableHandler {
    * rerunnable or not); default `mode`.
    */
   modeFor?(operation: OperationRecord): RecoveryMode;
+  /**
+   * Mode `key`: how long the external system keeps an idempotency key, ms. A keyed resend is the
+   * one way to settle an attempt that may have been applied, and it is safe only while the system
+   * still knows the key: the worker sends none that could reach it later than this after the first
+   * attempt that may have reached it (the resend's own timeout is narrowed to fit); past that, the
+   * operation ends `outcome_unknown`. Absent: the key is kept longer than any operation lasts.
+   */
+  readonly providerKeyRetentionMs?: number;
   /** This operation kind's own budget and attempts, instead of the worker's policy. */
   readonly policy?: RetryPolicy;
   /**

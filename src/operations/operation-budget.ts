@@ -32,16 +32,29 @@ export type StopReason = Extract<RetryPlan, { retry: false }>['reason'];
 /**
  * The stored message of a durable operation that gave up without applying anything, e.g.
  * `deadline exhausted after 3 attempts: throttled (HTTP 503)`. The snake_case reason stays
- * greppable for `retry_after_beyond_deadline`.
+ * greppable for `retry_after_beyond_deadline`. With `reached` (the attempts that may have reached
+ * the provider) below `attempts`, it says how many did, e.g. `deadline exhausted after 9 attempts,
+ * none of which reached the provider (nothing was done): connection refused`.
  */
-export function stopMessage(reason: StopReason, attempts: number, lastReason: string): string {
+export function stopMessage(
+  reason: StopReason,
+  attempts: number,
+  lastReason: string,
+  reached = attempts,
+): string {
   const what =
     reason === 'deadline_exhausted'
       ? 'deadline exhausted'
       : reason === 'attempts_exhausted'
         ? 'attempts exhausted'
         : 'retry_after_beyond_deadline: the provider asked to wait beyond the deadline';
-  return `${what} after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${lastReason}`;
+  const sent =
+    reached >= attempts
+      ? ''
+      : reached === 0
+        ? ', none of which reached the provider (nothing was done)'
+        : `, ${reached} of which reached the provider`;
+  return `${what} after ${attempts} attempt${attempts === 1 ? '' : 's'}${sent}: ${lastReason}`;
 }
 
 /** The stored result of a succeeded durable operation, as every replay will return it. */

@@ -6,6 +6,7 @@ import type { OperationRecord } from '../core/operation-record.js';
 import { attemptTimeout, minAttempt, planRetry, type RetryPolicy } from '../core/retry-policy.js';
 import type { OperationsLedger } from '../ports/operations-ledger.js';
 import { startAttempt, transition } from './ledger-commands.js';
+import { attemptHistory, NOT_SENT, type AttemptHistory } from './attempt-history.js';
 import { CancelWatch } from './cancel-watch.js';
 import {
   providerKeyFor,
@@ -45,7 +46,10 @@ export interface OperationProcessorOptions {
  * |                                      |           | landing window ends -> look again then; absent after ->  |
  * |                                      |           | `cancelled` if cancel requested, else dispatch again;    |
  * |                                      |           | lookup failed -> backoff or `outcome_unknown`            |
- * | dispatched (cancel requested or not) | key       | re-send with the SAME provider key (replays or creates)  |
+ * | dispatched (cancel requested or not) | key       | re-send with the SAME provider key (replays or creates), |
+ * |                                      |           | only within `providerKeyRetentionMs` (if declared) of    |
+ * |                                      |           | the first attempt that may have reached the provider,    |
+ * |                                      |           | its timeout narrowed to fit; past it `outcome_unknown`   |
  * | dispatched                           | none      | `outcome_unknown`, error.nextAction says what to check   |
  * | deadline passed / attempts used up   | any       | dispatched: `outcome_unknown`; else `failed` (internal,  |
  * | (reference reconciles first)         |           | "deadline exhausted after N attempts: <last reason>")    |
@@ -57,13 +61,17 @@ export interface OperationProcessorOptions {
  * | - throttled (429, 503, refused)      | any       | backoff (Retry-After when it fits the budget), keeping   |
  * |                                      |           | an earlier attempt's `dispatched`; else stop as above;   |
  * |                                      |           | cancel arrived meanwhile: the rules again (cancelled     |
- * |                                      |           | only if nothing was dispatched before)                   |
+ * |                                      |           | only if nothing was dispatched before). A refused        |
+ * |                                      |           | connection (`unsent`) is recorded `not_sent`: it waits   |
+ * |                                      |           | at least baseDelayMs and is retried until the deadline   |
  * | - ambiguous (timeout, reset, 5xx)    | key       | still dispatched; backoff (same key next time) or        |
  * |                                      |           | `outcome_unknown`                                        |
  * |                                      | reference | reconcile at once (as above)                             |
  * |                                      | none      | `outcome_unknown`                                        |
  *
- * Limits: attempts count `startAttempt`s (a crashed one included); the budget is `operationBudget`.
+ * Limits: `maxAttempts` counts the attempts that may have reached the provider (every
+ * `startAttempt`, a crashed one included, but those recorded `not_sent`); the budget is
+ * `operationBudget`.
  * A reconciliation uses the full attempt timeout even past the deadline: it only reads, and it is
  * the one way to learn the truth. The landing window: a request abandoned at its start + the attempt
  * timeout may still be applied for `handler.landingMs` (default: the attempt timeout) afterwards.
@@ -97,19 +105,43 @@ export class OperationProcessor {
       return writer.cancel(op);
     }
     const budget = operationBudget(this.#policy(handler), op, this.#o.clock.now());
+    // The cap counts only attempts that may have reached the provider: a refused connection sent
+    // nothing, and its retries are bounded by the deadline (the rows tell, read only near the cap).
+    const history =
+      op.attemptCount >= budget.policy.maxAttempts || keyWindowOf(handler, op) !== undefined
+        ? await this.#history(op)
+        : undefined;
     const stop: StopReason | undefined =
       budget.remainingMs < minAttempt(budget.policy)
         ? 'deadline_exhausted'
-        : op.attemptCount >= budget.policy.maxAttempts
+        : (history?.reached ?? op.attemptCount) >= budget.policy.maxAttempts
           ? 'attempts_exhausted'
           : undefined;
-    if (stop === undefined) return this.#attempt(op, handler, lease);
-    const last = await this.#lastReason(op);
-    if (op.dispatched) return writer.unknown(op, handler, `${stop}; last attempt: ${last}`);
-    return writer.fail(op, ['accepted', 'running'], 'internal', stopMessage(stop, op.attemptCount, last));
+    if (stop !== undefined) {
+      const last = await this.#lastReason(op);
+      if (op.dispatched) return writer.unknown(op, handler, `${stop}; last attempt: ${last}`);
+      const reached = history?.reached ?? (await this.#history(op)).reached;
+      return writer.fail(
+        op,
+        ['accepted', 'running'],
+        'internal',
+        stopMessage(stop, op.attemptCount, last, reached),
+      );
+    }
+    // A keyed resend is safe only while the provider still knows the key: none is sent later.
+    const windowMs = history === undefined ? undefined : this.#keyWindowLeft(op, handler, history);
+    if (windowMs !== undefined && windowMs < minAttempt(budget.policy))
+      return this.#keyWindowPassed(op, handler, await this.#lastReason(op));
+    return this.#attempt(op, handler, lease, windowMs);
   }
 
-  async #attempt(op: OperationRecord, handler: DurableHandler, lease: AbortSignal): Promise<Next> {
+  /** One dispatch; `windowMs` (a keyed resend) narrows its timeout to the provider's key retention. */
+  async #attempt(
+    op: OperationRecord,
+    handler: DurableHandler,
+    lease: AbortSignal,
+    windowMs?: number,
+  ): Promise<Next> {
     const { ledger, writer, clock, logger, workerId, faults } = this.#o;
     const attemptId = newAttemptId(clock.now());
     // An earlier attempt may have been applied: this one only learns the truth, and no refusal,
@@ -141,7 +173,7 @@ export class OperationProcessor {
         : undefined;
     const context = {
       providerKey: providerKeyFor(op.operationId),
-      timeoutMs: attemptTimeout(budget.policy, budget.elapsedMs),
+      timeoutMs: Math.min(attemptTimeout(budget.policy, budget.elapsedMs), windowMs ?? Infinity),
       signal: lease,
       ...(watch === undefined ? {} : { cancelSignal: watch.signal }),
     };
@@ -184,9 +216,15 @@ export class OperationProcessor {
         if (earlier)
           return writer.unknown(started, handler, `an earlier attempt may have been applied; now ${detail}`);
         return writer.fail(started, SETTLE_FROM, outcome.code, `${detail}; nothing was done`);
-      case 'throttled':
-        await finish('retryable_failure');
-        return this.#retryOrStop(started, handler, earlier, detail, outcome.retryAfterMs);
+      case 'throttled': {
+        // A refused connection sent nothing: recorded so, it does not count against the cap.
+        const unsent = outcome.unsent === true;
+        await finish(unsent ? NOT_SENT : 'retryable_failure');
+        return this.#retryOrStop(started, handler, earlier, detail, {
+          unsent,
+          ...(outcome.retryAfterMs === undefined ? {} : { retryAfterMs: outcome.retryAfterMs }),
+        });
+      }
       case 'ambiguous': {
         await finish('ambiguous');
         const mode = modeOf(handler, started);
@@ -240,23 +278,66 @@ export class OperationProcessor {
 
   /**
    * After an attempt that was not applied (`dispatched` false) or may have been (or followed one that
-   * may have been): backoff, or stop with `failed` (nothing applied) or `outcome_unknown`.
+   * may have been): backoff, or stop with `failed` (nothing applied) or `outcome_unknown`. Only
+   * attempts that may have reached the provider count against the cap; after one that provably did
+   * not (`unsent`), the backoff waits at least `baseDelayMs` and retries until the deadline. A keyed
+   * resend is planned only within the provider's key retention: a backoff is shortened to fit it, a
+   * `Retry-After` beyond it stops.
    */
   async #retryOrStop(
     op: OperationRecord,
     handler: DurableHandler,
     dispatched: boolean,
     reason: string,
-    retryAfterMs?: number,
+    options: { readonly retryAfterMs?: number; readonly unsent?: boolean } = {},
   ): Promise<Next> {
     const { writer, clock, random } = this.#o;
     const budget = operationBudget(this.#policy(handler), op, clock.now());
-    const plan = planRetry(budget.policy, op.attemptCount, budget.elapsedMs, random, retryAfterMs);
+    const history = await this.#history(op);
+    const plan = planRetry(budget.policy, op.attemptCount, budget.elapsedMs, random, options.retryAfterMs, {
+      countedAttempts: history.reached,
+      ...(options.unsent === true ? { minDelayMs: budget.policy.baseDelayMs, fillBudget: true } : {}),
+    });
     if (!plan.retry) {
       if (dispatched) return writer.unknown(op, handler, `${plan.reason}; last attempt: ${reason}`);
-      return writer.fail(op, SETTLE_FROM, 'internal', stopMessage(plan.reason, op.attemptCount, reason));
+      const message = stopMessage(plan.reason, op.attemptCount, reason, history.reached);
+      return writer.fail(op, SETTLE_FROM, 'internal', message);
     }
-    return this.#schedule(op, dispatched, plan.delayMs, reason);
+    let delayMs = plan.delayMs;
+    const windowMs = dispatched ? this.#keyWindowLeft(op, handler, history) : undefined;
+    if (windowMs !== undefined) {
+      // The latest wait that still leaves the resend a worthwhile attempt inside the window.
+      const room = windowMs - minAttempt(budget.policy);
+      if (delayMs > room) {
+        if (options.retryAfterMs !== undefined || room < 0) return this.#keyWindowPassed(op, handler, reason);
+        delayMs = room;
+      }
+    }
+    return this.#schedule(op, dispatched, delayMs, reason);
+  }
+
+  /**
+   * Mode `key` with a handler that declares `providerKeyRetentionMs`: how long from now a resend
+   * may still reach the provider while it keeps the key, counted from the start of the first attempt
+   * that may have reached it (the key was stored no earlier). Undefined: no such bound.
+   */
+  #keyWindowLeft(op: OperationRecord, handler: DurableHandler, history: AttemptHistory): number | undefined {
+    const retentionMs = keyWindowOf(handler, op);
+    if (retentionMs === undefined || history.firstReachedAt === undefined) return undefined;
+    return history.firstReachedAt + retentionMs - this.#o.clock.now();
+  }
+
+  /** `outcome_unknown`: a resend could reach the provider only after it may have forgotten the key. */
+  #keyWindowPassed(op: OperationRecord, handler: DurableHandler, reason: string): Promise<Next> {
+    const retentionMs = keyWindowOf(handler, op) ?? 0;
+    return this.#o.writer.unknown(
+      op,
+      handler,
+      `the provider keeps an idempotency key for ${retentionMs} ms, and a resend could no longer reach ` +
+        `it within that time of the first attempt, so none was sent: the provider may have forgotten ` +
+        `the key and would apply the request again; last attempt: ${reason}`,
+      { keyRetentionPassedMs: retentionMs },
+    );
   }
 
   /** Releases the lease until `delayMs` from now, recording whether an attempt may have been applied. */
@@ -287,15 +368,20 @@ export class OperationProcessor {
    */
   async #landingWait(op: OperationRecord, handler: DurableHandler): Promise<number> {
     if (op.attemptCount === 0) return 0;
-    const attempts = await this.#o.ledger.attempts(op.operationId);
+    // Only a request that may have reached the provider can land (a refused one sent nothing).
+    const { lastReachedAt } = await this.#history(op);
+    if (lastReachedAt === undefined) return 0;
     const landing = handler.landingMs ?? this.#o.policy.attemptTimeoutMs;
-    let latest = 0;
-    for (const attempt of attempts) {
-      // The client gives a request up by its start + the attempt timeout at the latest (an attempt
-      // closed later, e.g. an interrupted one repaired at takeover, was not sending any longer).
-      latest = Math.max(latest, attempt.startedAt + this.#o.policy.attemptTimeoutMs + landing);
-    }
+    // The client gives a request up by its start + the attempt timeout at the latest (an attempt
+    // closed later, e.g. an interrupted one repaired at takeover, was not sending any longer).
+    const latest = lastReachedAt + this.#o.policy.attemptTimeoutMs + landing;
     return Math.max(0, latest - this.#o.clock.now());
+  }
+
+  /** What the operation's attempt rows say about the requests that may have reached the provider. */
+  async #history(op: OperationRecord): Promise<AttemptHistory> {
+    if (op.attemptCount === 0) return { reached: 0, firstReachedAt: undefined, lastReachedAt: undefined };
+    return attemptHistory(await this.#o.ledger.attempts(op.operationId));
   }
 
   /** The handler's own policy, if it has one; else the worker's. */
@@ -315,6 +401,11 @@ export class OperationProcessor {
 /** The recovery mode of this operation: the handler's `modeFor`, or its one `mode`. */
 function modeOf(handler: DurableHandler, op: OperationRecord): RecoveryMode {
   return handler.modeFor?.(op) ?? handler.mode;
+}
+
+/** The provider's key retention when it bounds this operation's resends (mode `key`, dispatched). */
+function keyWindowOf(handler: DurableHandler, op: OperationRecord): number | undefined {
+  return op.dispatched && modeOf(handler, op) === 'key' ? handler.providerKeyRetentionMs : undefined;
 }
 
 /** A short, body-free description of an attempt's outcome (logs, attempt rows, stored messages). */

@@ -7,7 +7,7 @@ import type { OperationError, OperationRecord } from '../core/operation-record.j
 import { isActive, type OperationState } from '../core/operation-state.js';
 import type { OperationsLedger } from '../ports/operations-ledger.js';
 import { transition, type OperationPatch } from './ledger-commands.js';
-import type { Applied, DurableHandler } from './durable-handler.js';
+import type { Applied, DurableHandler, UnknownOutcomeContext } from './durable-handler.js';
 import { providerKeyFor } from './durable-handler.js';
 import { successResult } from './operation-budget.js';
 
@@ -95,10 +95,16 @@ export class OperationWriter {
   }
 
   /**
-   * `outcome_unknown`, with the handler's sentence on what to check at the external system. No
-   * `expiresAt`: it is not final until an operator resolves it, which sets the retention.
+   * `outcome_unknown`, with the handler's sentence on what to check at the external system (`why`
+   * adds to its context, e.g. that the provider may have forgotten the key). No `expiresAt`: it is
+   * not final until an operator resolves it, which sets the retention.
    */
-  unknown(op: OperationRecord, handler: DurableHandler, reason: string): Promise<Next> {
+  unknown(
+    op: OperationRecord,
+    handler: DurableHandler,
+    reason: string,
+    why: Pick<UnknownOutcomeContext, 'keyRetentionPassedMs'> = {},
+  ): Promise<Next> {
     const error: OperationError = {
       code: 'outcome_unknown',
       message: `the outcome of the external call is unknown: ${reason}`,
@@ -106,6 +112,7 @@ export class OperationWriter {
         providerKey: providerKeyFor(op.operationId),
         from: op.createdAt,
         to: this.#options.clock.now(),
+        ...why,
       }),
     };
     return this.write(op, SETTLE_FROM, 'outcome_unknown', { error, dispatched: true, releaseLease: true });

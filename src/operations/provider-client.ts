@@ -10,7 +10,7 @@ import type { RecoveryMode } from './durable-handler.js';
  * - `rejected`: definitely not, and the same request would be refused again (4xx other than
  *   408/409/429, e.g. 403, 422 including `idempotency_key_conflict`); never retried;
  * - `throttled`: definitely not, but later it may be (429 and 503 refuse before applying; status 0
- *   means the connection was refused, so no byte of the request reached the provider);
+ *   and `unsent` mean the connection was refused, so no byte of the request reached the provider);
  * - `ambiguous`: maybe (timeout, connection reset, 408, 409, other 5xx, a 2xx without a readable
  *   deployment id): whoever retries must reuse the key, reconcile, or report outcome_unknown.
  */
@@ -22,7 +22,13 @@ export type CreateOutcome =
       readonly replayed: boolean;
     }
   | { readonly kind: 'rejected'; readonly status: number; readonly reason: string }
-  | { readonly kind: 'throttled'; readonly status: number; readonly retryAfterMs?: number }
+  | {
+      readonly kind: 'throttled';
+      readonly status: number;
+      readonly retryAfterMs?: number;
+      /** True when the connection was refused (status 0): no byte of the request was sent. */
+      readonly unsent?: boolean;
+    }
   | { readonly kind: 'ambiguous'; readonly reason: string };
 
 /** What a search by `client_reference` established: found, absent, or nothing (the search failed). */
@@ -100,7 +106,7 @@ export class DeploymentProviderClient {
       const reason = failureReason(error, options);
       // A refused connection carried no byte of the request: nothing can have been applied.
       return reason === 'connection_refused'
-        ? { kind: 'throttled', status: 0 }
+        ? { kind: 'throttled', status: 0, unsent: true }
         : { kind: 'ambiguous', reason };
     }
 

@@ -18,6 +18,8 @@ export interface BackgroundWorkOptions {
   providerUrl: string;
   /** How the provider deduplicates; decides the recovery path. */
   providerMode: RecoveryMode;
+  /** Mode key: how long the provider keeps an idempotency key, ms (no resend after). Default: unbounded. */
+  providerKeyRetentionMs?: number;
   policy: RetryPolicy;
   retentionMs: number;
   clock: Clock;
@@ -52,7 +54,13 @@ export function startBackgroundWork(options: BackgroundWorkOptions): () => Promi
     ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
   };
   const handlers: Record<string, DurableHandler> = {
-    start_deployment: new DeploymentHandler({ client, mode: options.providerMode }),
+    start_deployment: new DeploymentHandler({
+      client,
+      mode: options.providerMode,
+      ...(options.providerKeyRetentionMs === undefined
+        ? {}
+        : { providerKeyRetentionMs: options.providerKeyRetentionMs }),
+    }),
   };
   if (options.commandHandler !== undefined) handlers[RUN_COMMAND] = options.commandHandler;
   // A command may run for minutes and a worker carries one operation at a time: with commands,

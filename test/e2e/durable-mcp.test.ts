@@ -87,4 +87,66 @@ describe('start_deployment replays in every state through a real MCP client', ()
     });
     expect(late.structuredContent).toMatchObject({ status: 'cancelled', cancel: 'already_final' });
   });
+
+  it('failed: a replay is marked replayed and carries the evidence get_operation shows', async () => {
+    const first = await start();
+    const operationId = first.content.operation_id as string;
+    // The effect ran to an established unsuccessful end, keeping its evidence (as a command does).
+    const failing: DurableHandler = {
+      ...unreachable,
+      dispatch: () =>
+        Promise.resolve({
+          kind: 'failed',
+          code: 'internal',
+          reason: 'exit 7',
+          message: 'the deployment script exited with code 7',
+          evidence: { exit_code: 7, last_lines: ['disk full'] },
+        }),
+    };
+    const worker = new Worker({ store: app.store, handlers: { start_deployment: failing } });
+    expect(await worker.runOnce()).toBe(true);
+
+    const view = (await client.callTool({ name: 'get_operation', arguments: { operation_id: operationId } }))
+      .structuredContent as Record<string, unknown>;
+    expect(view).toMatchObject({ status: 'failed', attempts: 1, result: { exit_code: 7 } });
+
+    const replay = await start();
+    expect(replay.isError).toBe(true);
+    expect(replay.content).toEqual({
+      status: 'failed',
+      operation_id: operationId,
+      replayed: true,
+      error: view.error,
+      attempts: view.attempts,
+      result: view.result,
+    });
+  });
+
+  it('outcome_unknown: a replay is marked replayed and carries the attempts and next_action', async () => {
+    const first = await start();
+    const operationId = first.content.operation_id as string;
+    const ambiguous: DurableHandler = {
+      ...unreachable,
+      mode: 'none',
+      dispatch: () => Promise.resolve({ kind: 'ambiguous', reason: 'timeout' }),
+      nextAction: () => 'check the provider for the deployment',
+    };
+    const worker = new Worker({ store: app.store, handlers: { start_deployment: ambiguous } });
+    expect(await worker.runOnce()).toBe(true);
+
+    const view = (await client.callTool({ name: 'get_operation', arguments: { operation_id: operationId } }))
+      .structuredContent as Record<string, unknown>;
+    expect(view).toMatchObject({ status: 'outcome_unknown', attempts: 1 });
+
+    const replay = await start();
+    expect(replay.isError).toBe(true);
+    expect(replay.content).toEqual({
+      status: 'outcome_unknown',
+      operation_id: operationId,
+      replayed: true,
+      error: view.error,
+      next_action: view.next_action,
+      attempts: view.attempts,
+    });
+  });
 });

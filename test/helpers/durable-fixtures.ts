@@ -142,10 +142,21 @@ export interface ProviderProcess extends ChildHandle {
   arm(fault: ProviderFault): Promise<void>;
 }
 
-/** `idem provider --mode <mode> --port 0 --db <dbPath> --faults`; resolves once it logged its URL. */
-export async function startProviderProcess(mode: ProviderMode, dbPath: string): Promise<ProviderProcess> {
+/**
+ * `idem provider --mode <mode> --port <port, default 0> --db <dbPath> --faults` (and `--key-retention`
+ * when given); resolves once it logged its URL.
+ */
+export async function startProviderProcess(
+  mode: ProviderMode,
+  dbPath: string,
+  options: { port?: number; keyRetention?: string } = {},
+): Promise<ProviderProcess> {
   const child = await spawnCli(
-    ['provider', '--mode', mode, '--port', '0', '--db', dbPath, '--faults'],
+    [
+      'provider',
+      ...['--mode', mode, '--port', String(options.port ?? 0), '--db', dbPath, '--faults'],
+      ...(options.keyRetention === undefined ? [] : ['--key-retention', options.keyRetention]),
+    ],
     (line) => line.event === 'provider.listening' && typeof line.url === 'string',
   );
   const url = child.readyLine.url as string;

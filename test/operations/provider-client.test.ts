@@ -105,9 +105,9 @@ describe('DeploymentProviderClient.create against the provider', () => {
     expect(await pending).toEqual({ kind: 'ambiguous', reason: 'aborted' });
   });
 
-  it('a refused connection is throttled with status 0: nothing was sent', async () => {
+  it('a refused connection is throttled with status 0, marked unsent: nothing was sent', async () => {
     const c = new DeploymentProviderClient({ baseUrl: await refusedUrl() });
-    expect(await c.create(app, key('none'))).toEqual({ kind: 'throttled', status: 0 });
+    expect(await c.create(app, key('none'))).toEqual({ kind: 'throttled', status: 0, unsent: true });
   });
 });
 

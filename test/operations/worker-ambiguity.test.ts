@@ -79,12 +79,14 @@ describe.each(engines)('Worker: a later refusal never erases an earlier ambiguit
     h.provider.faults.arm({ kind: 'drop_response', route: 'create' });
     const worker = h.worker();
     expect(await worker.runOnce()).toBe(true); // applied, no reply
-    await h.provider.close(); // attempts 2 and 3: connection refused
+    await h.provider.close(); // every later attempt: connection refused, until the deadline
 
     await drain(h, clock, worker);
     const done = await h.get(op.operationId);
-    expect(done).toMatchObject({ status: 'outcome_unknown', dispatched: true, attemptCount: 3 });
-    expect(done.error?.message).toMatch(/connection refused/);
+    expect(done).toMatchObject({ status: 'outcome_unknown', dispatched: true });
+    // Refusals sent nothing: they do not count against the cap of 3, the deadline ends them.
+    expect(done.attemptCount).toBeGreaterThan(TEST_POLICY.maxAttempts);
+    expect(done.error?.message).toMatch(/deadline_exhausted; last attempt: connection refused/);
 
     const back = await startProvider({ mode: 'key', port: 0, dbPath: `${h.dir}/provider.sqlite` });
     try {

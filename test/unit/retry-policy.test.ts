@@ -40,6 +40,48 @@ describe('planRetry', () => {
       reason: 'retry_after_beyond_deadline',
     });
   });
+
+  it('caps only the attempts counted against maxAttempts; the backoff grows with every attempt made', () => {
+    // 7 attempts made, 2 of which count: a retry, with the ceiling of the 7th attempt (5 s cap).
+    expect(planRetry(policy, 7, 0, half, undefined, { countedAttempts: 2 })).toEqual({
+      retry: true,
+      delayMs: 2_500,
+    });
+    expect(planRetry(policy, 7, 0, half, undefined, { countedAttempts: 5 })).toEqual({
+      retry: false,
+      reason: 'attempts_exhausted',
+    });
+  });
+
+  it('waits at least minDelayMs, unless less than that is left before the last attempt', () => {
+    expect(planRetry(policy, 1, 0, () => 0, undefined, { minDelayMs: 200 })).toEqual({
+      retry: true,
+      delayMs: 200,
+    });
+    // 9,850 ms spent of 10 s: 50 ms may be waited; the floor yields to it.
+    expect(planRetry(policy, 1, 9_850, () => 0, undefined, { minDelayMs: 200 })).toEqual({
+      retry: true,
+      delayMs: 50,
+    });
+  });
+
+  it('with fillBudget, shortens a wait drawn beyond the budget to one last attempt', () => {
+    // 9,000 ms spent: 900 ms may be waited; the drawn 2,500 ms would end the budget unused.
+    const counted = { countedAttempts: 1 };
+    expect(planRetry(policy, 7, 9_000, half, undefined, counted)).toEqual({
+      retry: false,
+      reason: 'deadline_exhausted',
+    });
+    expect(planRetry(policy, 7, 9_000, half, undefined, { ...counted, fillBudget: true })).toEqual({
+      retry: true,
+      delayMs: 900,
+    });
+    // Nothing left for an attempt: stop all the same.
+    expect(planRetry(policy, 7, 9_950, half, undefined, { ...counted, fillBudget: true })).toEqual({
+      retry: false,
+      reason: 'deadline_exhausted',
+    });
+  });
 });
 
 describe('minAttempt', () => {
