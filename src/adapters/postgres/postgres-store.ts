@@ -20,7 +20,10 @@ import { migratePostgres } from './postgres-schema.js';
 import { abandonOnAbort } from '../../core/abandon-on-abort.js';
 
 export interface PostgresStoreOptions {
-  /** `lock_timeout` of each write transaction: beyond it the call answers `busy`. Default 5000 ms. */
+  /**
+   * `lock_timeout` of each write transaction and of each read (the replay lookup, `get_operation`,
+   * lists, dead letters): beyond it the call answers `busy`. Default 5000 ms.
+   */
   lockTimeoutMs?: number;
   /** Re-runs of a transaction after a serialization failure or deadlock (40001, 40P01). Default 5. */
   maxRetries?: number;
@@ -50,8 +53,9 @@ export const POSTGRES_CAPABILITIES: StoreCapabilities = {
  * (src/adapters/sql) on a node-postgres pool that stays the caller's. An effect receives the
  * transaction's own `PoolClient`. Concurrent calls with one identity are serialized by the
  * database (a transaction-scoped advisory lock on the identity, and the primary key as a
- * backstop), never by process memory. Replays are plain SELECTs that take no lock and write
- * nothing. Workers share operations through `FOR UPDATE SKIP LOCKED` and leases.
+ * backstop), never by process memory. Replays are plain SELECTs that take no row lock and write
+ * nothing, in a read-only transaction whose wait for a table lock is bounded by `lockTimeoutMs`.
+ * Workers share operations through `FOR UPDATE SKIP LOCKED` and leases.
  */
 export class PostgresStore extends SqlStore<PgClient> {
   private constructor(pool: PgPool, options: PostgresStoreOptions) {
@@ -86,6 +90,7 @@ export function postgresDriver(
   const named = options.preparedStatements ?? true;
   const lockTimeoutMs = Math.max(1, Math.round(options.lockTimeoutMs ?? 5000));
   const maxRetries = options.maxRetries ?? 5;
+  const readBegin = `BEGIN READ ONLY; SET LOCAL lock_timeout = ${lockTimeoutMs}`;
   /** A pooled client; an abort while waiting for one ends the wait (a late client goes back). */
   const connect = async (signal: AbortSignal | undefined): Promise<PgClient> => {
     try {
@@ -101,12 +106,26 @@ export function postgresDriver(
     async read<T>(body: (conn: SqlConnection) => MaybePromise<T>, signal: SignalOption = {}): Promise<T> {
       signal.signal?.throwIfAborted();
       const client = await connect(signal.signal);
+      let committing = false;
       try {
+        // A read takes ACCESS SHARE locks too (a LOCK TABLE or an ALTER TABLE makes it wait): bound
+        // the wait by the same lock_timeout as writes, in a read-only transaction of its own.
+        await client.query(readBegin);
         const value = await body(new PostgresConnection(client, named));
-        client.release();
+        committing = true;
+        // COMMIT of a read-only transaction writes nothing and cannot change what was read: the
+        // caller has its value at once, and the client goes back to the pool once COMMIT is done
+        // (a client whose COMMIT failed is dropped, never reused mid-transaction).
+        client.query('COMMIT').then(
+          () => client.release(),
+          (error: unknown) => client.release(error instanceof Error ? error : true),
+        );
         return value;
       } catch (error) {
-        client.release(isConnectionLoss(error) ? (error as Error) : undefined);
+        const lost = isConnectionLoss(error);
+        if (!committing && !lost) await client.query('ROLLBACK').catch(() => undefined);
+        client.release(lost ? (error as Error) : undefined);
+        // Nothing was written: a read's outcome is never unknown.
         throw translatePgError(error, { target });
       }
     },
