@@ -1,6 +1,10 @@
 import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { openPostgres } from '../../src/adapters/postgres/open-postgres.js';
+import type { PgClient, PgPool } from '../../src/adapters/postgres/postgres-pool.js';
+import { PostgresStore } from '../../src/adapters/postgres/postgres-store.js';
 import { isIdemError } from '../../src/core/errors.js';
+import { Executor } from '../../src/executor/executor.js';
 import { ormStoreFactories } from '../helpers/orm-fixtures.js';
 import { POSTGRES_URL, openPostgresTestStore, postgresAvailable } from '../helpers/postgres-fixtures.js';
 import type { StoreFactory, TestStore } from '../helpers/store-fixtures.js';
@@ -15,9 +19,59 @@ const ANSWER_WITHIN_MS = 3000;
 /** How long the holder keeps the lock when nothing interrupts it: far past the bound. */
 const HOLD_MS = 5000;
 
+/**
+ * A PostgresStore on a pool whose sessions have the same lock_timeout (openPostgres's
+ * `lockTimeoutMs`, as `idem serve` opens it): its reads need no transaction of their own.
+ * `statements` records what the store's clients were sent.
+ */
+async function sessionBoundedStore(
+  options: { lockTimeoutMs?: number } = {},
+  statements: string[] = [],
+  sessionLockTimeoutMs = options.lockTimeoutMs,
+): Promise<TestStore> {
+  const base = await openPostgresTestStore(options);
+  const pool: PgPool = await openPostgres(POSTGRES_URL, {
+    schema: base.path,
+    max: 4,
+    ...(sessionLockTimeoutMs === undefined ? {} : { lockTimeoutMs: sessionLockTimeoutMs }),
+  });
+  const connect = pool.connect.bind(pool);
+  const recorded = new WeakSet<PgClient>();
+  pool.connect = async () => {
+    const client = await connect();
+    if (!recorded.has(client)) {
+      recorded.add(client);
+      const query = client.query.bind(client) as (...args: unknown[]) => Promise<never>;
+      client.query = ((...args: unknown[]) => {
+        const [text] = args as [string | { text: string }];
+        statements.push(typeof text === 'string' ? text : text.text);
+        return query(...args);
+      }) as PgClient['query'];
+    }
+    return client;
+  };
+  const store = await PostgresStore.create(pool, {
+    migrate: false,
+    ...(options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs }),
+  });
+  const executor = new Executor<PgClient>({ store, authorize: () => true });
+  return {
+    ...base,
+    name: 'postgres, session lock_timeout',
+    store: store as never,
+    executor: executor as never,
+    async close() {
+      await store.close();
+      await pool.end();
+      await base.close();
+    },
+  };
+}
+
 const factories: StoreFactory[] = postgresAvailable
   ? [
       { name: 'postgres', create: (options) => openPostgresTestStore(options) },
+      { name: 'postgres, session lock_timeout', create: (options) => sessionBoundedStore(options) },
       ...ormStoreFactories.filter((f) => f.name.endsWith(':postgres')),
     ]
   : [];
@@ -100,4 +154,25 @@ describe.each(factories)('reads bounded by the lock timeout ($name)', (factory) 
       }
     },
   );
+});
+
+describe.skipIf(!postgresAvailable)('reads on a pool whose sessions bound lock waits', () => {
+  it('run as they are, without a transaction of their own; other pools get one', async () => {
+    const statements: string[] = [];
+    const t = await sessionBoundedStore({ lockTimeoutMs: LOCK_TIMEOUT_MS }, statements);
+    onTestFinished(() => t.close());
+    statements.length = 0;
+    expect(await t.store.receipts.lookup(identity)).toBeUndefined();
+    expect(await t.store.receipts.lookup(identity)).toBeUndefined();
+    expect(statements.some((text) => text.startsWith('BEGIN'))).toBe(false);
+    expect(statements.filter((text) => text.includes('idem_tombstones'))).toHaveLength(2);
+
+    // A session bound longer than the store's own does not count: the read bounds itself.
+    const looser: string[] = [];
+    const loose = await sessionBoundedStore({ lockTimeoutMs: LOCK_TIMEOUT_MS }, looser, 10_000);
+    onTestFinished(() => loose.close());
+    looser.length = 0;
+    expect(await loose.store.receipts.lookup(identity)).toBeUndefined();
+    expect(looser.some((text) => text.startsWith('BEGIN READ ONLY'))).toBe(true);
+  });
 });

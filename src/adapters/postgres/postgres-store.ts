@@ -40,6 +40,9 @@ export interface PostgresStoreOptions {
 }
 
 /** What the PostgreSQL store declares: row locks, several instances, optimistic first inserts. */
+/** The store's default `lockTimeoutMs`. */
+export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
+
 export const POSTGRES_CAPABILITIES: StoreCapabilities = {
   engine: 'postgres',
   synchronous: false,
@@ -88,9 +91,27 @@ export function postgresDriver(
 ): SqlDriver<PgClient> {
   const target: PgTarget = pgTarget(pool);
   const named = options.preparedStatements ?? true;
-  const lockTimeoutMs = Math.max(1, Math.round(options.lockTimeoutMs ?? 5000));
+  const lockTimeoutMs = Math.max(1, Math.round(options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS));
   const maxRetries = options.maxRetries ?? 5;
   const readBegin = `BEGIN READ ONLY; SET LOCAL lock_timeout = ${lockTimeoutMs}`;
+  /**
+   * Per pooled client: whether its session already bounds lock waits by lockTimeoutMs or less (a
+   * pool from openPostgres with `lockTimeoutMs`), read once per connection. Idem itself only ever
+   * sets lock_timeout LOCAL to a transaction, so the answer holds for the connection's life.
+   */
+  const sessionBounded = new WeakMap<PgClient, boolean>();
+  const boundedBySession = async (client: PgClient): Promise<boolean> => {
+    let bounded = sessionBounded.get(client);
+    if (bounded === undefined) {
+      const { rows } = await client.query<{ ms: string }>(
+        "SELECT setting AS ms FROM pg_settings WHERE name = 'lock_timeout'",
+      );
+      const ms = Number(rows[0]?.ms);
+      bounded = ms > 0 && ms <= lockTimeoutMs;
+      sessionBounded.set(client, bounded);
+    }
+    return bounded;
+  };
   /** A pooled client; an abort while waiting for one ends the wait (a late client goes back). */
   const connect = async (signal: AbortSignal | undefined): Promise<PgClient> => {
     try {
@@ -109,7 +130,13 @@ export function postgresDriver(
       let committing = false;
       try {
         // A read takes ACCESS SHARE locks too (a LOCK TABLE or an ALTER TABLE makes it wait): bound
-        // the wait by the same lock_timeout as writes, in a read-only transaction of its own.
+        // the wait by the same lock_timeout as writes: the session's, or in a read-only transaction
+        // of its own.
+        if (await boundedBySession(client)) {
+          const value = await body(new PostgresConnection(client, named));
+          client.release();
+          return value;
+        }
         await client.query(readBegin);
         const value = await body(new PostgresConnection(client, named));
         committing = true;
