@@ -95,22 +95,21 @@ export function postgresDriver(
   const maxRetries = options.maxRetries ?? 5;
   const readBegin = `BEGIN READ ONLY; SET LOCAL lock_timeout = ${lockTimeoutMs}`;
   /**
-   * Per pooled client: whether its session already bounds lock waits by lockTimeoutMs or less (a
-   * pool from openPostgres with `lockTimeoutMs`), read once per connection. Idem itself only ever
-   * sets lock_timeout LOCAL to a transaction, so the answer holds for the connection's life.
+   * Whether the pool's sessions already bound lock waits by lockTimeoutMs or less (a pool from
+   * openPostgres with `lockTimeoutMs`): read once, on the first read's connection, since a pool
+   * opens every connection with the same settings. Idem itself only ever sets lock_timeout LOCAL to
+   * a transaction, so the answer holds for the store's life.
    */
-  const sessionBounded = new WeakMap<PgClient, boolean>();
+  let sessionBounded: boolean | undefined;
   const boundedBySession = async (client: PgClient): Promise<boolean> => {
-    let bounded = sessionBounded.get(client);
-    if (bounded === undefined) {
+    if (sessionBounded === undefined) {
       const { rows } = await client.query<{ ms: string }>(
         "SELECT setting AS ms FROM pg_settings WHERE name = 'lock_timeout'",
       );
       const ms = Number(rows[0]?.ms);
-      bounded = ms > 0 && ms <= lockTimeoutMs;
-      sessionBounded.set(client, bounded);
+      sessionBounded = ms > 0 && ms <= lockTimeoutMs;
     }
-    return bounded;
+    return sessionBounded;
   };
   /** A pooled client; an abort while waiting for one ends the wait (a late client goes back). */
   const connect = async (signal: AbortSignal | undefined): Promise<PgClient> => {
