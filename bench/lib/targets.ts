@@ -165,6 +165,25 @@ export function targets(receiptsSize: string): Target[] {
       threshold: 2,
       profileRow: 'sweep/idem/first/during-sweep-b500',
     },
+    {
+      id: 'sweep-load-rate',
+      label: "Sweep rate beside writers at half the store's capacity vs the rate they create receipts",
+      numerator: 'sweep-load/idem/sweep/during-writers',
+      denominator: 'sweep-load/idem/writers/during-sweep',
+      metric: 'ops',
+      op: '>=',
+      threshold: 1,
+    },
+    {
+      id: 'sweep-load-p99',
+      label: "Writers' p99 (half the store's capacity) during a sweep vs without",
+      numerator: 'sweep-load/idem/writers/during-sweep',
+      denominator: 'sweep-load/idem/writers/no-sweep',
+      metric: 'p99',
+      op: '<=',
+      threshold: 1.5,
+      profileRow: 'sweep-load/idem/writers/during-sweep',
+    },
   ];
 }
 

@@ -4,6 +4,7 @@ import { postgresSuite } from './postgres.js';
 import { powertoolsSuite } from './powertools.js';
 import { receiptsSuite, sweepSuite } from './receipts.js';
 import { sqliteSuite } from './sqlite.js';
+import { sweepLoadSuite } from './sweep-load.js';
 
 /** Every suite, in the order the orchestrator runs them. */
 export const SUITES: Record<string, Suite> = {
@@ -14,4 +15,5 @@ export const SUITES: Record<string, Suite> = {
   mcp: mcpSuite,
   receipts: receiptsSuite,
   sweep: sweepSuite,
+  'sweep-load': sweepLoadSuite,
 };

@@ -25,17 +25,22 @@ export function pauseAfterBatch(tookMs: number, maxDuty: number): number {
  */
 export class BatchSizer {
   readonly #max: number;
+  readonly #min: number;
   readonly #budgetMs: number;
   #size: number;
 
-  /** `max` rows at most per batch; the first batch takes `min(max, start)`. */
-  constructor(options: { max: number; budgetMs: number; start?: number }) {
+  /**
+   * `max` rows at most per batch, and at least `min` (default 1; capped at `max`) however slow a
+   * row is; the first batch takes `min(max, start)`.
+   */
+  constructor(options: { max: number; budgetMs: number; start?: number; min?: number }) {
     if (!Number.isInteger(options.max) || options.max < 1)
       throw new RangeError('max must be a positive integer');
     if (!(options.budgetMs > 0)) throw new RangeError('budgetMs must be positive');
     this.#max = options.max;
+    this.#min = Math.min(options.max, Math.max(1, Math.floor(options.min ?? 1)));
     this.#budgetMs = options.budgetMs;
-    this.#size = Math.min(options.max, options.start ?? 32);
+    this.#size = Math.max(this.#min, Math.min(options.max, options.start ?? 32));
   }
 
   /** Rows to take in the next batch. */
@@ -44,23 +49,96 @@ export class BatchSizer {
   }
 
   /**
-   * Records that a batch of `rows` took `elapsedMs`. The next size is scaled towards the budget,
-   * at most doubling and at least halving per batch so that one noisy measurement cannot swing it.
+   * Records that a batch of `rows` took `elapsedMs`. The next size is scaled towards the budget
+   * (`budgetMs` for the next batch only, else the sizer's own), at most doubling and at least
+   * halving per batch so that one noisy measurement cannot swing it, and never below `min`.
    */
-  record(rows: number, elapsedMs: number): void {
+  record(rows: number, elapsedMs: number, budgetMs = this.#budgetMs): void {
     if (rows <= 0) return;
     const perRow = Math.max(elapsedMs, 0) / rows;
-    const fitting = perRow === 0 ? this.#max : Math.floor(this.#budgetMs / perRow);
+    const fitting = perRow === 0 ? this.#max : Math.floor(budgetMs / perRow);
     const next = Math.min(fitting, this.#size * 2, this.#max);
-    // Both bounds are within [1, max] already: next is capped by max, half the size by the size.
-    this.#size = Math.max(1, Math.ceil(this.#size / 2), next);
+    // Both bounds are within [min, max] already: next is capped by max, half the size by the size.
+    this.#size = Math.max(this.#min, Math.ceil(this.#size / 2), next);
   }
 }
 
-/** The sizer for one sweep: at most `batchSize` rows a batch, each about `batchBudgetMs` long. */
-export function sweepBatchSizer(options: { batchSize: number; batchBudgetMs?: number }): BatchSizer {
-  return new BatchSizer({
-    max: options.batchSize,
-    budgetMs: options.batchBudgetMs ?? DEFAULT_SWEEP_BATCH_BUDGET_MS,
-  });
+/**
+ * Fewest rows a sweep batch shrinks to (fewer when `batchSize` is smaller). Below it a batch's fixed
+ * cost (its transaction, its COMMIT, its turn in the write queue) outweighs its rows: on a loaded
+ * machine, where every batch runs over its budget, the sizer would otherwise halve down to a row or
+ * two a batch and the sweep would fall behind the receipts callers create (issue 22: 340 rows/s
+ * beside 950 inserts/s).
+ */
+export const MIN_SWEEP_BATCH_ROWS = 16;
+
+/**
+ * Most a sweep stretches its batch budget while it has a backlog and no caller waits for the lock:
+ * 4 times `batchBudgetMs` (1 ms at the default). A caller found waiting at the end of a batch brings
+ * it back to `batchBudgetMs` at once.
+ */
+export const SWEEP_BACKLOG_BUDGET_FACTOR = 4;
+
+/** What a sweep batch did and found, as SweepPacer.record takes it. */
+export interface SweepBatchReport {
+  /** Rows it handled (the largest of its statements' counts). */
+  readonly rows: number;
+  /** Whether it took as many rows as it asked for: a backlog is left. */
+  readonly full: boolean;
+  /**
+   * How long it held the write lock, ms: from its first statement to its COMMIT, not its wait for
+   * the lock behind callers (that time is theirs, and pausing for it would slow the sweep most
+   * exactly when callers create the most receipts).
+   */
+  readonly heldMs: number;
+  /** Callers' writes queued for the lock when it ended. */
+  readonly callersWaiting: number;
+}
+
+/**
+ * The pacing of one sweep on a store whose batches block callers (SQLite's single writer): how many
+ * rows the next batch takes and how long to wait before it. Pure: the caller measures.
+ *
+ * - Each batch is sized to take about the batch budget (BatchSizer), never under
+ *   MIN_SWEEP_BATCH_ROWS.
+ * - The budget adapts to the backlog: while batches come back full and no caller was waiting when
+ *   one ended, it doubles per batch up to SWEEP_BACKLOG_BUDGET_FACTOR times `batchBudgetMs`; a
+ *   waiting caller or a batch that was not full brings it back to `batchBudgetMs`.
+ * - After each batch it waits so that batches hold the lock at most `maxDuty` of the sweep's wall
+ *   time: `heldMs * (1 / maxDuty - 1)`.
+ */
+export class SweepPacer {
+  readonly #sizer: BatchSizer;
+  readonly #budgetMs: number;
+  readonly #maxDuty: number;
+  #factor = 1;
+
+  constructor(options: { batchSize: number; batchBudgetMs?: number; maxDuty?: number }) {
+    this.#budgetMs = options.batchBudgetMs ?? DEFAULT_SWEEP_BATCH_BUDGET_MS;
+    this.#maxDuty = options.maxDuty ?? DEFAULT_SWEEP_MAX_DUTY;
+    if (!(this.#maxDuty > 0 && this.#maxDuty <= 1)) throw new RangeError('maxDuty must be in (0, 1]');
+    this.#sizer = new BatchSizer({
+      max: options.batchSize,
+      budgetMs: this.#budgetMs,
+      min: MIN_SWEEP_BATCH_ROWS,
+    });
+  }
+
+  /** Rows the next batch takes. */
+  get size(): number {
+    return this.#sizer.size;
+  }
+
+  /** The budget of the next batch, ms. */
+  get budgetMs(): number {
+    return this.#budgetMs * this.#factor;
+  }
+
+  /** Records a batch; returns how long to wait before the next one, ms (0: go on at once). */
+  record(batch: SweepBatchReport): number {
+    this.#factor =
+      batch.full && batch.callersWaiting === 0 ? Math.min(SWEEP_BACKLOG_BUDGET_FACTOR, this.#factor * 2) : 1;
+    this.#sizer.record(batch.rows, batch.heldMs, this.budgetMs);
+    return pauseAfterBatch(batch.heldMs, this.#maxDuty);
+  }
 }

@@ -10,13 +10,16 @@ export interface SweepOptions extends SignalOption {
   /**
    * How long one batch transaction should take, ms (default `DEFAULT_SWEEP_BATCH_BUDGET_MS`). A
    * store whose batch holds a lock that callers wait for (SQLite's single writer) MUST size each
-   * batch (at most `batchSize` rows) from how long the previous ones took. Others MAY ignore it.
+   * batch (at most `batchSize` rows) from how long the previous ones took, to this budget whenever
+   * a caller is waiting for the lock; while a backlog is left and none is, it MAY stretch the budget
+   * (at most `SWEEP_BACKLOG_BUDGET_FACTOR` times). Others MAY ignore it.
    */
   readonly batchBudgetMs?: number;
   /**
-   * Most share of the sweep's wall time spent in batches, in (0, 1] (default
-   * `DEFAULT_SWEEP_MAX_DUTY`). A store whose batches block callers MUST pause between batches to
-   * keep this ratio. Others MAY ignore it, but MUST refuse a value outside (0, 1].
+   * Most share of the sweep's wall time its batches hold the lock, in (0, 1] (default
+   * `DEFAULT_SWEEP_MAX_DUTY`); a batch's wait for the lock behind callers does not count. A store
+   * whose batches block callers MUST pause between batches to keep this ratio. Others MAY ignore
+   * it, but MUST refuse a value outside (0, 1].
    */
   readonly maxDuty?: number;
   /** Stop after this many batches (default: until nothing is left). */

@@ -1,7 +1,7 @@
 import { openPostgres, type OpenPostgresOptions } from '../adapters/postgres/open-postgres.js';
 import type { PgClient, PgPool } from '../adapters/postgres/postgres-pool.js';
 import { pgTarget, translatePgError } from '../adapters/postgres/postgres-errors.js';
-import { PostgresStore } from '../adapters/postgres/postgres-store.js';
+import { DEFAULT_LOCK_TIMEOUT_MS, PostgresStore } from '../adapters/postgres/postgres-store.js';
 import { PostgresNotes } from './postgres-notes.js';
 import { ReferenceAppBase } from './reference-app-base.js';
 import {
@@ -40,6 +40,8 @@ export class PostgresReferenceApp extends ReferenceAppBase<PgClient> {
     const settings = referenceSettings(options);
     const { clock } = settings;
     const pool = await openPostgres(options.url, {
+      // Reads then need no transaction of their own to honour the lock timeout.
+      lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
       ...options.pool,
       ...(options.logger ? { logger: options.logger } : {}),
     });

@@ -227,21 +227,24 @@ describe.runIf(postgresAvailable)('every pooled connection in use', () => {
       ),
     });
     onTestFinished(() => prisma.$disconnect());
-    // The call first looks for a receipt outside any transaction; the connection is taken right
-    // after that read, so that it is the transaction that waits.
+    // The call first looks for a receipt (in a short transaction of its own, bounded by
+    // lock_timeout); the connection is taken right after that read, so that it is the call's write
+    // transaction that waits.
     let armed = false;
     let release: (() => Promise<void>) | undefined;
     const reads = new Proxy(prisma, {
       get(target, property) {
         const value: unknown = Reflect.get(target, property, target);
-        if (property !== '$queryRawUnsafe') return typeof value === 'function' ? value.bind(target) : value;
-        return async (...args: Parameters<PrismaClient['$queryRawUnsafe']>) => {
-          const rows: unknown = await target.$queryRawUnsafe(...args);
+        if (property !== '$transaction') return typeof value === 'function' ? value.bind(target) : value;
+        return async (...args: Parameters<PrismaClient['$transaction']>) => {
+          const result: unknown = await (target.$transaction as (...a: unknown[]) => Promise<unknown>)(
+            ...args,
+          );
           if (armed) {
             armed = false;
             release = await prismaHolder(target);
           }
-          return rows;
+          return result;
         };
       },
     });

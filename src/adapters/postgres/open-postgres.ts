@@ -9,6 +9,12 @@ export interface OpenPostgresOptions {
   max?: number;
   /** Server-side `statement_timeout` of every statement, ms. Default 30000. */
   statementTimeoutMs?: number;
+  /**
+   * `lock_timeout` of every connection's session, ms. A PostgresStore whose `lockTimeoutMs` is at
+   * least this then runs its reads as they are, without a read-only transaction of their own to
+   * bound their lock waits (one round trip fewer per replay). Unset: the server's default.
+   */
+  lockTimeoutMs?: number;
   /** How long to wait for a connection from the pool or the server, ms. Default 5000. */
   connectionTimeoutMs?: number;
   /** Idle connections are closed after this, ms. Default 30000. */
@@ -33,6 +39,9 @@ export async function openPostgres(url: string, options: OpenPostgresOptions = {
     connectionString: url,
     max: options.max ?? 10,
     statement_timeout: options.statementTimeoutMs ?? 30_000,
+    ...(options.lockTimeoutMs === undefined
+      ? {}
+      : { lock_timeout: Math.max(1, Math.round(options.lockTimeoutMs)) }),
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 5_000,
     idleTimeoutMillis: options.idleTimeoutMs ?? 30_000,
     ...(options.schema === undefined ? {} : { options: `-c search_path=${options.schema}` }),

@@ -104,6 +104,9 @@ const MIGRATION_LOCK = 7_346_219_004;
 export async function migratePostgres(pool: PgPool, target: number = MIGRATIONS.length): Promise<number> {
   const client = await pool.connect();
   try {
+    // Another instance's migration, however long, is waited for, whatever lock_timeout the pool's
+    // sessions have (openPostgres's `lockTimeoutMs`); RESET below restores theirs.
+    await client.query('SET lock_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     try {
       await client.query(
@@ -132,6 +135,7 @@ export async function migratePostgres(pool: PgPool, target: number = MIGRATIONS.
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
     }
   } finally {
+    await client.query('RESET lock_timeout').catch(() => undefined);
     client.release();
   }
 }

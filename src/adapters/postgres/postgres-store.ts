@@ -20,7 +20,10 @@ import { migratePostgres } from './postgres-schema.js';
 import { abandonOnAbort } from '../../core/abandon-on-abort.js';
 
 export interface PostgresStoreOptions {
-  /** `lock_timeout` of each write transaction: beyond it the call answers `busy`. Default 5000 ms. */
+  /**
+   * `lock_timeout` of each write transaction and of each read (the replay lookup, `get_operation`,
+   * lists, dead letters): beyond it the call answers `busy`. Default 5000 ms.
+   */
   lockTimeoutMs?: number;
   /** Re-runs of a transaction after a serialization failure or deadlock (40001, 40P01). Default 5. */
   maxRetries?: number;
@@ -37,6 +40,9 @@ export interface PostgresStoreOptions {
 }
 
 /** What the PostgreSQL store declares: row locks, several instances, optimistic first inserts. */
+/** The store's default `lockTimeoutMs`. */
+export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
+
 export const POSTGRES_CAPABILITIES: StoreCapabilities = {
   engine: 'postgres',
   synchronous: false,
@@ -50,8 +56,9 @@ export const POSTGRES_CAPABILITIES: StoreCapabilities = {
  * (src/adapters/sql) on a node-postgres pool that stays the caller's. An effect receives the
  * transaction's own `PoolClient`. Concurrent calls with one identity are serialized by the
  * database (a transaction-scoped advisory lock on the identity, and the primary key as a
- * backstop), never by process memory. Replays are plain SELECTs that take no lock and write
- * nothing. Workers share operations through `FOR UPDATE SKIP LOCKED` and leases.
+ * backstop), never by process memory. Replays are plain SELECTs that take no row lock and write
+ * nothing, in a read-only transaction whose wait for a table lock is bounded by `lockTimeoutMs`.
+ * Workers share operations through `FOR UPDATE SKIP LOCKED` and leases.
  */
 export class PostgresStore extends SqlStore<PgClient> {
   private constructor(pool: PgPool, options: PostgresStoreOptions) {
@@ -84,8 +91,26 @@ export function postgresDriver(
 ): SqlDriver<PgClient> {
   const target: PgTarget = pgTarget(pool);
   const named = options.preparedStatements ?? true;
-  const lockTimeoutMs = Math.max(1, Math.round(options.lockTimeoutMs ?? 5000));
+  const lockTimeoutMs = Math.max(1, Math.round(options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS));
   const maxRetries = options.maxRetries ?? 5;
+  const readBegin = `BEGIN READ ONLY; SET LOCAL lock_timeout = ${lockTimeoutMs}`;
+  /**
+   * Whether the pool's sessions already bound lock waits by lockTimeoutMs or less (a pool from
+   * openPostgres with `lockTimeoutMs`): read once, on the first read's connection, since a pool
+   * opens every connection with the same settings. Idem itself only ever sets lock_timeout LOCAL to
+   * a transaction, so the answer holds for the store's life.
+   */
+  let sessionBounded: boolean | undefined;
+  const boundedBySession = async (client: PgClient): Promise<boolean> => {
+    if (sessionBounded === undefined) {
+      const { rows } = await client.query<{ ms: string }>(
+        "SELECT setting AS ms FROM pg_settings WHERE name = 'lock_timeout'",
+      );
+      const ms = Number(rows[0]?.ms);
+      sessionBounded = ms > 0 && ms <= lockTimeoutMs;
+    }
+    return sessionBounded;
+  };
   /** A pooled client; an abort while waiting for one ends the wait (a late client goes back). */
   const connect = async (signal: AbortSignal | undefined): Promise<PgClient> => {
     try {
@@ -101,12 +126,32 @@ export function postgresDriver(
     async read<T>(body: (conn: SqlConnection) => MaybePromise<T>, signal: SignalOption = {}): Promise<T> {
       signal.signal?.throwIfAborted();
       const client = await connect(signal.signal);
+      let committing = false;
       try {
+        // A read takes ACCESS SHARE locks too (a LOCK TABLE or an ALTER TABLE makes it wait): bound
+        // the wait by the same lock_timeout as writes: the session's, or in a read-only transaction
+        // of its own.
+        if (await boundedBySession(client)) {
+          const value = await body(new PostgresConnection(client, named));
+          client.release();
+          return value;
+        }
+        await client.query(readBegin);
         const value = await body(new PostgresConnection(client, named));
-        client.release();
+        committing = true;
+        // COMMIT of a read-only transaction writes nothing and cannot change what was read: the
+        // caller has its value at once, and the client goes back to the pool once COMMIT is done
+        // (a client whose COMMIT failed is dropped, never reused mid-transaction).
+        client.query('COMMIT').then(
+          () => client.release(),
+          (error: unknown) => client.release(error instanceof Error ? error : true),
+        );
         return value;
       } catch (error) {
-        client.release(isConnectionLoss(error) ? (error as Error) : undefined);
+        const lost = isConnectionLoss(error);
+        if (!committing && !lost) await client.query('ROLLBACK').catch(() => undefined);
+        client.release(lost ? (error as Error) : undefined);
+        // Nothing was written: a read's outcome is never unknown.
         throw translatePgError(error, { target });
       }
     },

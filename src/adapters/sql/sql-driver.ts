@@ -81,6 +81,8 @@ export interface SweepPacing {
   readonly blocksWriters: boolean;
   /** Told when a sweep has run long; the returned function is called when it ends. */
   longSweep?(): () => Promise<void>;
+  /** Callers' writes waiting for the lock now (the sweep keeps its batches short while any do). */
+  callersWaiting?(): number;
 }
 
 /**

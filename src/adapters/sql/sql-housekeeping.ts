@@ -1,4 +1,4 @@
-import { DEFAULT_SWEEP_MAX_DUTY, pauseAfterBatch, sweepBatchSizer } from '../../core/batch-sizer.js';
+import { DEFAULT_SWEEP_MAX_DUTY, SweepPacer } from '../../core/batch-sizer.js';
 import type { Clock } from '../../core/clock.js';
 import { IdemError } from '../../core/errors.js';
 import { run, step, type Steps } from '../../core/steps.js';
@@ -18,8 +18,10 @@ interface BatchCounts {
 /**
  * Retention over any SQL driver. Each batch is its own short, non-durable transaction: expired
  * final records become tombstones (their attempts go), old tombstones and delivered messages go.
- * Where batches block writers (the driver's `sweepPacing`), batches are sized to a time budget and
- * spaced to a duty cycle; elsewhere each takes `batchSize` rows and the next follows at once.
+ * Where batches block writers (the driver's `sweepPacing`), SweepPacer sizes each batch to a time
+ * budget that stretches while a backlog is left and no caller waits, and spaces batches to a duty
+ * cycle of the time they hold the lock; elsewhere each takes `batchSize` rows and the next follows
+ * at once.
  */
 export class SqlHousekeeping implements Housekeeping {
   readonly #driver: SqlDriver<unknown>;
@@ -38,17 +40,19 @@ export class SqlHousekeeping implements Housekeeping {
     if (!(maxDuty > 0 && maxDuty <= 1))
       throw new IdemError('invalid_argument', `maxDuty must be in (0, 1], got ${String(maxDuty)}`);
     const pacing = this.#driver.sweepPacing;
-    const paced = pacing?.blocksWriters === true;
-    const sizer = paced ? sweepBatchSizer(options) : undefined;
+    const pacer = pacing?.blocksWriters === true ? new SweepPacer({ ...options, maxDuty }) : undefined;
     const deliveredBy =
       options.outboxRetentionMs === undefined ? undefined : options.now - options.outboxRetentionMs;
     const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
     const sql = this.#sql;
     const clock = this.#clock;
     const sync = this.#driver.capabilities.synchronous;
+    /** When the running batch got the write lock (its first statement). */
+    let heldSince = 0;
+    let rows = options.batchSize;
     function* batch(conn: SqlConnection): Steps<BatchCounts> {
-      const started = clock.monotonic();
-      const rows = sizer?.size ?? options.batchSize;
+      heldSince = clock.monotonic();
+      rows = pacer?.size ?? options.batchSize;
       const expired = yield* step(conn.all<{ operation_id: string }>(sql.expired, [options.now, rows]));
       let moved = 0;
       if (expired.length > 0) {
@@ -61,7 +65,6 @@ export class SqlHousekeeping implements Housekeeping {
       const deleted = yield* step(conn.run(sql.deleteTombstones, [options.now, rows]));
       const delivered =
         deliveredBy === undefined ? 0 : yield* step(conn.run(sql.deleteDelivered, [deliveredBy, rows]));
-      sizer?.record(Math.max(moved, deleted, delivered), clock.monotonic() - started);
       return { moved, deleted, delivered };
     }
 
@@ -73,7 +76,6 @@ export class SqlHousekeeping implements Housekeeping {
     try {
       while (batches < maxBatches) {
         options.signal?.throwIfAborted();
-        const queued = clock.monotonic();
         // Not durable: a batch lost in a power failure leaves expired receipts for the next sweep.
         const counts = await this.#driver.transaction((conn) => run(batch(conn), sync, 'a sweep batch'), {
           ...(options.signal === undefined ? {} : { signal: options.signal }),
@@ -85,9 +87,16 @@ export class SqlHousekeeping implements Housekeeping {
         outboxDeleted += counts.delivered;
         batches += 1;
         if (batches === LONG_SWEEP_BATCHES) endLongSweep = pacing?.longSweep?.();
-        if (!paced) continue;
-        // Let queued writers in between batches, and leave them the lock and the disk for a while.
-        const pause = pauseAfterBatch(clock.monotonic() - queued, maxDuty);
+        if (pacer === undefined) continue;
+        // Let queued writers in between batches, and leave them the lock and the disk for a while:
+        // as long as the batch held the lock (COMMIT included), not its wait behind callers.
+        const handled = Math.max(counts.moved, counts.deleted, counts.delivered);
+        const pause = pacer.record({
+          rows: handled,
+          full: handled >= rows,
+          heldMs: clock.monotonic() - heldSince,
+          callersWaiting: pacing?.callersWaiting?.() ?? 0,
+        });
         if (pause > 0) await clock.sleep(pause, options);
         else await new Promise((resolve) => setImmediate(resolve));
       }

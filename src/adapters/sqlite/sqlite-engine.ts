@@ -38,6 +38,8 @@ export class SqliteEngine {
   readonly #concurrency: CommitConcurrency | undefined;
   /** Long sweeps running now; while any does, the worker checkpoints whatever the callers do. */
   #sweeping = 0;
+  /** Callers' (durable) writes queued or committing now: a sweep keeps its batches short while any are. */
+  #callersWriting = 0;
 
   constructor(db: SqliteDatabase, options: SqliteStoreOptions = {}) {
     this.#db = db;
@@ -95,6 +97,7 @@ export class SqliteEngine {
           if (this.#sweeping === 0) this.#background?.engage(this.#concurrency?.concurrent === true);
         };
       },
+      callersWaiting: () => this.#callersWriting,
     };
     return {
       dialect: sqliteDialect,
@@ -104,14 +107,21 @@ export class SqliteEngine {
         options.signal?.throwIfAborted();
         return tx.read(() => body(conn));
       },
-      transaction<T>(
+      transaction: <T>(
         body: (conn: SqlConnection, handle: SqliteDatabase, contended: boolean) => MaybePromise<T>,
         options: SqlTransactionOptions = {},
-      ): Promise<T> {
-        return tx.write(() => body(conn, db, false) as T, {
+      ): Promise<T> => {
+        const written = tx.write(() => body(conn, db, false) as T, {
           ...(options.signal === undefined ? {} : { signal: options.signal }),
           ...(options.durable === undefined ? {} : { durable: options.durable }),
         });
+        if (options.durable === false) return written;
+        this.#callersWriting += 1;
+        const settled = () => {
+          this.#callersWriting -= 1;
+        };
+        written.then(settled, settled);
+        return written;
       },
       close: () => this.close(),
     };

@@ -21,7 +21,10 @@ import type { MaybePromise, SignalOption } from '../../ports/maybe-async.js';
 
 /** Options every PostgreSQL integration takes (Kysely, Drizzle, Prisma). */
 export interface PgOrmOptions {
-  /** `lock_timeout` of each write transaction: beyond it the call answers `busy`. Default 5000 ms. */
+  /**
+   * `lock_timeout` of each write transaction and of each read (the replay lookup, `get_operation`,
+   * lists, dead letters): beyond it the call answers `busy`. Default 5000 ms.
+   */
   lockTimeoutMs?: number;
   /** Re-runs of a transaction after a serialization failure or deadlock (40001, 40P01). Default 5. */
   maxRetries?: number;
@@ -31,7 +34,7 @@ export interface PgOrmOptions {
 export interface PgOrm<Db, Tx> {
   /** A short name for logs and errors, e.g. `kysely:postgres`. */
   readonly engine: string;
-  /** The application's database handle, used for Idem's reads outside a transaction. */
+  /** The application's database handle (its transactions run Idem's statements). */
   readonly db: Db;
   /**
    * Runs `text` (with `$1`... placeholders) on the database or in the transaction. `want`: whether
@@ -93,8 +96,14 @@ export function pgOrmDriver<Db, Tx>(
     async read<T>(body: (conn: SqlConnection) => MaybePromise<T>, signal: SignalOption = {}): Promise<T> {
       signal.signal?.throwIfAborted();
       try {
+        // A read takes ACCESS SHARE locks too (a LOCK TABLE or an ALTER TABLE makes it wait): it runs
+        // in a transaction of its own whose first statement bounds that wait by lock_timeout.
+        const running = orm.transaction(async (tx) => {
+          await orm.query(tx, "SELECT set_config('lock_timeout', $1, true)", [lockTimeout], 'rows');
+          return body(connection(tx));
+        });
         // A read has no effect: an abort may leave it to finish unheard (e.g. waiting for a connection).
-        return await abandonOnAbort((async () => body(connection(orm.db)))(), signal.signal);
+        return await abandonOnAbort(running, signal.signal);
       } catch (error) {
         throw translate(error, false);
       }
