@@ -7,6 +7,7 @@ import {
   type SqliteStoreOptions,
 } from '../../src/adapters/sqlite/index.js';
 import { Executor, type IdempotentOperation } from '../../src/index.js';
+import { silentLogger } from '../../src/core/logger.js';
 
 /** The one effect every row performs: the same note insert (id, workspace, body, time). */
 export const NOTES_SQL = `CREATE TABLE IF NOT EXISTS notes (
@@ -63,7 +64,7 @@ export function openIdemSqlite(
   db.exec(NOTES_SQL);
   const insert = db.prepare(INSERT_NOTE_SQL);
   const store = new SqliteStore(db, options);
-  const executor = new Executor<SqliteDatabase>({ store, authorize: () => true });
+  const executor = new Executor<SqliteDatabase>({ store, authorize: () => true, logger: silentLogger });
   const createNote: IdempotentOperation<SqliteDatabase, { body: string }> = {
     name: 'create_note',
     version: 1,

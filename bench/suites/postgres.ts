@@ -7,6 +7,7 @@ import {
   type PgPool,
 } from '../../src/adapters/postgres/index.js';
 import { Executor, type IdempotentOperation } from '../../src/index.js';
+import { silentLogger } from '../../src/core/logger.js';
 import type { Op } from '../lib/measure.js';
 import { newKey, newNoteId, noteBody, PRINCIPAL, WORKSPACE } from '../lib/notes.js';
 import { measureRows, skippedRow, type PlannedRow, type RowSpec } from '../lib/rows.js';
@@ -79,7 +80,12 @@ export async function postgresSuite(context: SuiteContext): Promise<RowResult[]>
   }
   // A throwaway schema, dropped at the end.
   const schema = `idem_bench_${randomBytes(6).toString('hex')}`;
-  const rawPool = await openPostgres(context.pgUrl, { schema, max: POOL_MAX });
+  const rawPool = await openPostgres(context.pgUrl, {
+    schema,
+    max: POOL_MAX,
+    // As `idem serve` opens its pool: sessions bound lock waits, so reads need no transaction.
+    lockTimeoutMs: 5_000,
+  });
   const trips = new RoundTrips();
   const pool = trips.wrap(rawPool);
   try {
@@ -87,10 +93,14 @@ export async function postgresSuite(context: SuiteContext): Promise<RowResult[]>
     await rawPool.query(`CREATE TABLE receipts (
       idem_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, result_json TEXT NOT NULL, created_at BIGINT NOT NULL)`);
     const store = await PostgresStore.create(pool);
-    const executor = new Executor<PgClient>({ store, authorize: () => true });
+    const executor = new Executor<PgClient>({ store, authorize: () => true, logger: silentLogger });
     // The same tables without named prepared statements: every statement parsed and planned anew.
     const unpreparedStore = await PostgresStore.create(pool, { migrate: false, preparedStatements: false });
-    const unprepared = new Executor<PgClient>({ store: unpreparedStore, authorize: () => true });
+    const unprepared = new Executor<PgClient>({
+      store: unpreparedStore,
+      authorize: () => true,
+      logger: silentLogger,
+    });
     const createNote: IdempotentOperation<PgClient, { body: string }> = {
       name: 'create_note',
       version: 1,
