@@ -91,6 +91,22 @@ export function same(actual: unknown, expected: unknown, message?: string): void
   assert.deepEqual(strip(actual), strip(expected), message);
 }
 
+/**
+ * Concurrent transaction bodies that recorded `enter N` / `exit N` ran one after another (no body
+ * entered while another was inside), and exactly one of them found nothing for the identity.
+ */
+export function assertSerialized(events: readonly string[], found: readonly unknown[]): void {
+  for (let n = 0; n < events.length; n += 2) {
+    const who = events[n]?.split(' ')[1];
+    same(
+      [events[n], events[n + 1]],
+      [`enter ${who}`, `exit ${who}`],
+      `bodies interleaved: ${events.join(', ')}`,
+    );
+  }
+  assert.equal(found.filter((e) => e === undefined).length, 1, 'exactly one body found nothing');
+}
+
 /** Every key of `expected` is deep-equal in `actual` (an undefined expectation means absent). */
 export function matches(actual: unknown, expected: Record<string, unknown>, message?: string): void {
   assert.ok(typeof actual === 'object' && actual !== null, message ?? 'expected an object');

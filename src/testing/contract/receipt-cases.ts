@@ -13,6 +13,7 @@ import {
   turn,
   type Harness,
   type StoreContractFactory,
+  assertSerialized,
 } from './harness.js';
 
 export type Case<Tx> = readonly [name: string, run: (h: Harness<Tx>) => Promise<void>];
@@ -189,15 +190,7 @@ export function receiptCases<Tx>(factory: StoreContractFactory<Tx>): Array<Case<
           ),
         );
         assert.equal(events.length, 2 * stores.length);
-        for (let n = 0; n < events.length; n += 2) {
-          const who = events[n]?.split(' ')[1];
-          same(
-            [events[n], events[n + 1]],
-            [`enter ${who}`, `exit ${who}`],
-            `bodies interleaved: ${events.join(', ')}`,
-          );
-        }
-        assert.equal(found.filter((e) => e === undefined).length, 1, 'exactly one body found nothing');
+        assertSerialized(events, found);
         for (const e of found) if (e !== undefined) assert.equal(e.kind, 'receipt');
         assert.equal(await h.t.countRows(), 1);
         assert.equal((await h.store.ledger.list()).length, 1);

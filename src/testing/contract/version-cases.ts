@@ -2,7 +2,16 @@ import * as assert from 'node:assert/strict';
 import type { Existing } from '../../core/receipt.js';
 import { step } from '../../core/steps.js';
 import { ReceiptRace } from '../../ports/receipt-store.js';
-import { DAY, HOUR, identity, receiptRecord, same, turn, type StoreContractFactory } from './harness.js';
+import {
+  assertSerialized,
+  DAY,
+  HOUR,
+  identity,
+  receiptRecord,
+  same,
+  turn,
+  type StoreContractFactory,
+} from './harness.js';
 import type { Case } from './receipt-cases.js';
 
 /** Turns every record of the suite past its retention (one HOUR) into a tombstone kept for a DAY. */
@@ -121,15 +130,7 @@ export function versionCases<Tx>(factory: StoreContractFactory<Tx>): Array<Case<
             );
           }),
         );
-        for (let n = 0; n < events.length; n += 2) {
-          const who = events[n]?.split(' ')[1];
-          same(
-            [events[n], events[n + 1]],
-            [`enter ${who}`, `exit ${who}`],
-            `bodies interleaved: ${events.join(', ')}`,
-          );
-        }
-        assert.equal(found.filter((e) => e === undefined).length, 1, 'exactly one body found nothing');
+        assertSerialized(events, found);
         assert.equal(await h.t.countRows(), 1, 'one application row');
         assert.equal((await h.store.ledger.list()).length, 1, 'one record');
       },
