@@ -1,6 +1,6 @@
 import { systemClock, type Clock } from '../core/clock.js';
 import type { JsonObject } from '../core/json.js';
-import { timeoutSignal } from '../core/timeout-signal.js';
+import { timeoutSignal, type TimeoutSignal } from '../core/timeout-signal.js';
 import type { RecoveryMode } from './durable-handler.js';
 
 /**
@@ -94,12 +94,13 @@ export class DeploymentProviderClient {
 
     let response: Response;
     let text: string;
+    const attempt = attemptSignal(options);
     try {
       response = await fetch(`${this.baseUrl}/deployments`, {
         method: 'POST',
         headers,
         body: JSON.stringify(body),
-        signal: combine(options),
+        signal: attempt.signal,
       });
       text = await response.text();
     } catch (error) {
@@ -108,6 +109,8 @@ export class DeploymentProviderClient {
       return reason === 'connection_refused'
         ? { kind: 'throttled', status: 0, unsent: true }
         : { kind: 'ambiguous', reason };
+    } finally {
+      attempt.dispose();
     }
 
     const { status } = response;
@@ -137,11 +140,14 @@ export class DeploymentProviderClient {
     const url = `${this.baseUrl}/deployments?client_reference=${encodeURIComponent(reference)}`;
     let response: Response;
     let text: string;
+    const attempt = attemptSignal(options);
     try {
-      response = await fetch(url, { signal: combine(options) });
+      response = await fetch(url, { signal: attempt.signal });
       text = await response.text();
     } catch (error) {
       return { kind: 'failed', reason: failureReason(error, options) };
+    } finally {
+      attempt.dispose();
     }
     if (response.status !== 200) return { kind: 'failed', reason: `http_${response.status}` };
     const list = parseObject(text)?.deployments;
@@ -158,11 +164,12 @@ export class DeploymentProviderClient {
 
 /**
  * The attempt's own timeout (a TimeoutError), combined with the caller's signal when there is one.
- * The timer is held until it fires or the caller aborts, whatever the garbage collector does; after
- * an answer it fires into a finished request, unref'd, and then releases the caller's listener.
+ * The timer is held until it fires or the caller aborts, whatever the garbage collector does; the
+ * caller disposes it once the body is read, which clears the timer and its listener on the caller's
+ * signal (a worker's lease signal outlives many attempts).
  */
-function combine(options: { timeoutMs: number; signal?: AbortSignal }): AbortSignal {
-  return timeoutSignal(Math.max(1, Math.ceil(options.timeoutMs)), { signal: options.signal }).signal;
+function attemptSignal(options: { timeoutMs: number; signal?: AbortSignal }): TimeoutSignal {
+  return timeoutSignal(Math.max(1, Math.ceil(options.timeoutMs)), { signal: options.signal });
 }
 
 /** Why a request failed: the caller's abort, this call's timeout, or the network. */

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -210,5 +211,25 @@ describe('DeploymentProviderClient: the attempt timeout fires on time whatever t
     );
     expect(value).toEqual({ kind: 'failed', reason: 'timeout' });
     expect(ms).toBeLessThan(3_000);
+  });
+
+  it('an answered attempt lets go of the lease signal: no listener is left per attempt', async () => {
+    // A worker's lease signal outlives many attempts: each attempt's listener on it must go with
+    // the attempt, not live on until its timer fires.
+    const c = new DeploymentProviderClient({
+      baseUrl: await rawServer((_req, res) => res.writeHead(201).end('{"deployment_id":"dep_1"}')),
+    });
+    const lease = new AbortController();
+    for (let i = 0; i < 5; i += 1) {
+      expect(await c.create(app, { ...key('key'), timeoutMs: 60_000, signal: lease.signal })).toMatchObject({
+        kind: 'created',
+      });
+      expect(await c.findByReference('idem-op_1', { timeoutMs: 60_000, signal: lease.signal })).toMatchObject(
+        {
+          kind: 'failed',
+        },
+      );
+    }
+    expect(getEventListeners(lease.signal, 'abort')).toHaveLength(0);
   });
 });
