@@ -14,6 +14,7 @@ export {
 export { systemClock, type Clock } from './core/clock.js';
 export { validateIdempotencyKey, MAX_KEY_LENGTH } from './core/idempotency-key.js';
 export { canonicalArguments, fingerprint } from './core/fingerprint.js';
+export type { FingerprintSelection } from './core/fingerprint-selection.js';
 export type { Scope, OperationIdentity } from './core/operation-identity.js';
 export type { Receipt, Tombstone, Existing } from './core/receipt.js';
 export type { JsonObject, JsonValue } from './core/json.js';

@@ -3,6 +3,11 @@ import { decide } from '../core/decide.js';
 import { IdemError, storageCauseFields, toIdemError } from '../core/errors.js';
 import { FaultPoints } from '../core/fault-points.js';
 import { fingerprint } from '../core/fingerprint.js';
+import {
+  fingerprintedArguments,
+  validateFingerprintSelection,
+  type FingerprintSelection,
+} from '../core/fingerprint-selection.js';
 import { validateIdempotencyKey } from '../core/idempotency-key.js';
 import { newAttemptId, newOperationId } from '../core/ids.js';
 import { unstorableArgumentError } from '../core/unstorable-argument-error.js';
@@ -58,6 +63,12 @@ interface OperationDefinition {
   readonly replaysVersions?: readonly number[];
   /** How long a final record replays, ms. Default 24 h. */
   readonly retentionMs?: number;
+  /**
+   * The top-level argument fields the fingerprint covers (`include`) or leaves out (`exclude`);
+   * default every argument, `workspace` always. A retry differing only in an uncovered field
+   * replays the first result. Changing it changes what old keys mean: bump `version`.
+   */
+  readonly fingerprint?: FingerprintSelection;
 }
 
 /** A mutating operation whose effect commits with its receipt (a local database write). */
@@ -82,7 +93,10 @@ export interface CallRequest<Args> extends SignalOption {
   readonly credentials?: Readonly<Record<string, unknown>>;
   readonly workspace: string;
   readonly key: unknown;
-  /** Validated arguments without the key: exactly what the fingerprint covers. */
+  /**
+   * Validated arguments without the key: what the effect receives and a durable operation stores,
+   * and what the fingerprint covers (all of it, or the operation's `fingerprint` selection).
+   */
   readonly args: Args;
 }
 
@@ -137,8 +151,10 @@ export class Executor<App> {
     version: number;
     retentionMs?: number;
     replaysVersions?: readonly number[];
+    fingerprint?: FingerprintSelection;
   }): void {
     validateOperationName(operation.name, operation.version);
+    validateFingerprintSelection(operation.fingerprint);
     for (const older of operation.replaysVersions ?? []) {
       if (!Number.isSafeInteger(older) || older < 1 || older >= operation.version) {
         throw new IdemError(
@@ -270,7 +286,7 @@ export class Executor<App> {
         unstorableArgumentError(request.workspace, 'workspace') ??
         unstorableArgumentError(request.args);
       if (unstorable !== undefined) throw unstorable;
-      const requestFingerprint = fingerprint(request.args);
+      const requestFingerprint = fingerprint(fingerprintedArguments(request.args, operation.fingerprint));
       const allowed = await watch('authorize', () =>
         this.#authorize(request.principal, request.workspace, {
           operation: operation.name,

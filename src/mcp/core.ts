@@ -8,6 +8,7 @@ export {
   type DurableToolConfig,
   type ToolArgs,
 } from './idempotent-tool.js';
+export type { FingerprintSelection } from '../core/fingerprint-selection.js';
 export { readTool, type ReadToolConfig, type ReadContext } from './read-tool.js';
 export { type ReadOperation } from './tool-call-log.js';
 export {

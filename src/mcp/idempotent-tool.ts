@@ -1,5 +1,10 @@
 import { z } from 'zod';
 import { IdemError } from '../core/errors.js';
+import {
+  fingerprintCoverage,
+  validateFingerprintSelection,
+  type FingerprintSelection,
+} from '../core/fingerprint-selection.js';
 import { MAX_KEY_LENGTH } from '../core/idempotency-key.js';
 import { operationLabel } from '../core/operation-identity.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
@@ -58,6 +63,14 @@ interface ToolDefinition<Input extends ToolInput> {
   /** How long a receipt replays. Default 24 hours. */
   readonly retentionMs?: number;
   /**
+   * The top-level fields of `inputSchema` that a retry must repeat exactly (`include`), or those it
+   * may change (`exclude`), e.g. `{ exclude: ['note'] }` for a free-text field a model rephrases.
+   * Default every argument; `workspace` is always covered. A retry that differs only in an uncovered
+   * field gets the first call's result back (`replayed: true`; the change is not applied). The
+   * description names the fields to repeat. Changing it changes what old keys mean: bump `version`.
+   */
+  readonly fingerprint?: FingerprintSelection;
+  /**
    * How long an expired key stays refused (the tombstone window your sweeper keeps), stated in the
    * description; omitted, it says "the server's tombstone retention".
    */
@@ -98,6 +111,7 @@ export function idempotentTool<App, Input extends ToolInput>(
     version: config.version,
     retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
     ...(config.replaysVersions === undefined ? {} : { replaysVersions: config.replaysVersions }),
+    ...(config.fingerprint === undefined ? {} : { fingerprint: config.fingerprint }),
     effect: (app, args, context) => config.effect(app, args, context),
   };
   return mutatingTool(executor, config, (request) => executor.run(operation, request));
@@ -116,6 +130,7 @@ export function durableTool<App, Input extends ToolInput>(
     version: config.version,
     retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
     ...(config.replaysVersions === undefined ? {} : { replaysVersions: config.replaysVersions }),
+    ...(config.fingerprint === undefined ? {} : { fingerprint: config.fingerprint }),
     ...(config.policy === undefined ? {} : { policy: config.policy }),
   };
   return mutatingTool(executor, config, (request) => executor.start(operation, request));
@@ -127,6 +142,9 @@ function mutatingTool<App, Input extends ToolInput>(
   perform: (request: CallRequest<ToolArgs<Input>>) => Promise<CallOutcome>,
 ): IdemTool {
   Executor.validate(config);
+  const business = objectSchema(config.inputSchema);
+  const fields = ['workspace', ...Object.keys(business.shape).filter((field) => field !== 'workspace')];
+  validateFingerprintSelection(config.fingerprint, fields);
   const retentionMs = config.retentionMs ?? DEFAULT_RETENTION_MS;
   const label = operationLabel({ operation: config.name, version: config.version });
   const names: FollowUpNames = {
@@ -134,13 +152,13 @@ function mutatingTool<App, Input extends ToolInput>(
     ...(config.operatorHint === undefined ? {} : { operatorHint: config.operatorHint }),
   };
   // safeExtend keeps the caller's object-level refinements; strict rejects any other field.
-  const strict = objectSchema(config.inputSchema)
+  const strict = business
     .safeExtend({ workspace: workspaceField, idempotency_key: idempotencyKeyField })
     .strict();
   return {
     name: config.name,
     ...(config.title === undefined ? {} : { title: config.title }),
-    description: `${config.description}\n\n${idempotencyInstructions(retentionMs, config.statusTool ?? DEFAULT_STATUS_TOOL, config.tombstoneRetentionMs)}`,
+    description: `${config.description}\n\n${idempotencyInstructions(retentionMs, config.statusTool ?? DEFAULT_STATUS_TOOL, config.tombstoneRetentionMs, fingerprintCoverage(fields, config.fingerprint))}`,
     inputSchema: advertisedSchema(strict),
     argumentsSchema: strict,
     outputSchema: idemResultSchema,
