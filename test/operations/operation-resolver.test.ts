@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { JsonObject } from '../../src/core/json.js';
 import type { OperationRecord } from '../../src/core/operation-record.js';
 import { resolveOperation } from '../../src/operations/index.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
@@ -115,7 +116,8 @@ describe('resolveOperation: result fields the operator gives', () => {
     const now = h.clock.now();
     const base = { to: 'succeeded', by: 'oncall', now, resourceId: 'dep_x', expiresAt: now + DAY } as const;
 
-    for (const fields of [{ status: 'failed' }, { next_action: 'x' }, { resource_id: 'other' }]) {
+    const reserved: JsonObject[] = [{ status: 'failed' }, { next_action: 'x' }, { resource_id: 'other' }];
+    for (const fields of reserved) {
       await expect(
         resolveOperation(h.store.ledger, {}, op.operationId, { ...base, fields }),
       ).rejects.toMatchObject({
