@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import type { JsonObject } from '../core/json.js';
 import type { Receipt } from '../core/receipt.js';
 import { operationView } from '../server/reference-tools.js';
 import { CliError } from './cli-error.js';
@@ -11,15 +12,22 @@ import { OPERATION_STATES } from '../core/operation-state.js';
 import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
 import type { OperatorChange } from '../core/operation-record.js';
 import { deploymentFields } from '../operations/deployment-handler.js';
-import { resolveOperation, type SuccessFieldsByOperation } from '../operations/operation-resolver.js';
+import {
+  givenFieldsProblem,
+  resolveOperation,
+  type SuccessFieldsByOperation,
+} from '../operations/operation-resolver.js';
+import { attemptView } from '../operations/attempt-view.js';
 import { opsOutboxCommand } from './ops-outbox-command.js';
 import { textTable } from './text-table.js';
 
 export const OPS_HELP = `Usage: idem ops list [--status S] [--limit N] [--db PATH] [--json]
        idem ops show <operation_id> [--db PATH]
-       idem ops resolve <operation_id> --succeeded --resource-id R [--reason TEXT] [--by NAME] [--db PATH]
+       idem ops resolve <operation_id> --succeeded --resource-id R [--result-json JSON] [--reason TEXT]
+                        [--by NAME] [--db PATH]
        idem ops resolve <operation_id> --failed --reason TEXT [--by NAME] [--db PATH]
-       idem ops resolve <operation_id> --correct --succeeded --resource-id R --reason TEXT [--by NAME]
+       idem ops resolve <operation_id> --correct --succeeded --resource-id R [--result-json JSON]
+                        --reason TEXT [--by NAME]
        idem ops dead-letters [--limit N] [--json] [--db PATH]
        idem ops requeue <id> [--db PATH]
 
@@ -31,6 +39,10 @@ Inspects and settles recorded operations (--db: SQLite file, default ./idem.sqli
                 (--by, default $USER), when and why. Any other state is refused, except that
   --correct     changes a failed or cancelled operation whose effect was found to exist to succeeded
                 (never the other way); replays then return the corrected result
+  --result-json the business fields of the success as a JSON object, e.g. '{"payment_id":"pay_1"}',
+                beside status, operation_id and resource_id, so that it has the shape of an automatic
+                one; start_deployment derives its own from R (values given must then match its
+                field names and JSON types). A name the result sets itself (status, ...) is refused
   dead-letters  outbox messages (webhooks) given up on after --outbox-max-attempts sends, oldest first
   requeue       make a dead letter due again, with its attempts counted from 0
 Statuses: accepted, running, succeeded, failed, cancel_requested, cancelled, outcome_unknown.`;
@@ -71,6 +83,7 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
       failed: { type: 'boolean', default: false },
       correct: { type: 'boolean', default: false },
       'resource-id': { type: 'string' },
+      'result-json': { type: 'string' },
       reason: { type: 'string' },
       by: { type: 'string' },
       retention: { type: 'string' },
@@ -106,8 +119,8 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
         throw new CliError('usage: idem ops show <operation_id>', 2);
       const receipt = await store.ledger.get(id);
       if (receipt === undefined) throw new CliError(`no operation ${id}`);
-      const attempts = await store.ledger.attempts(id);
-      out(`${JSON.stringify({ ...showView(receipt), attempts_detail: attempts }, null, 2)}\n`);
+      const attemptsDetail = (await store.ledger.attempts(id)).map(attemptView);
+      out(`${JSON.stringify({ ...showView(receipt), attempts_detail: attemptsDetail }, null, 2)}\n`);
       return;
     }
     if (positionals.length > 0) throw new CliError('usage: idem ops list [--status S] [--limit N]', 2);
@@ -169,6 +182,7 @@ async function resolveCommand(
     failed: boolean;
     correct: boolean;
     'resource-id'?: string;
+    'result-json'?: string;
     reason?: string;
     by?: string;
     retention?: string;
@@ -186,10 +200,25 @@ async function resolveCommand(
   if (values.correct && !values.succeeded)
     throw new CliError('--correct corrects to --succeeded only: a success is never corrected to failed', 2);
   if (values.correct && !values.reason) throw new CliError('--correct needs --reason TEXT', 2);
+  const fields = values['result-json'] === undefined ? undefined : resultJson(values['result-json']);
+  if (fields !== undefined && !values.succeeded)
+    throw new CliError('--result-json goes with --succeeded only', 2);
   const retentionMs =
     values.retention === undefined ? DEFAULT_RETENTION_MS : durationOption('--retention', values.retention);
   const by = values.by ?? process.env.USER ?? 'operator';
   {
+    if (fields !== undefined) {
+      const current = await store.ledger.get(id);
+      const problem =
+        current === undefined
+          ? undefined
+          : givenFieldsProblem(current, REFERENCE_OPERATIONS, {
+              to: 'succeeded',
+              resourceId: values['resource-id'],
+              fields,
+            });
+      if (problem !== undefined) throw new CliError(`--result-json: ${problem}`, 2);
+    }
     const now = systemClock.now();
     let record;
     try {
@@ -201,6 +230,7 @@ async function resolveCommand(
         ...(values['resource-id'] === undefined ? {} : { resourceId: values['resource-id'] }),
         ...(values.reason === undefined ? {} : { reason: values.reason }),
         ...(values.correct ? { correct: true } : {}),
+        ...(fields === undefined ? {} : { fields }),
       });
     } catch (error) {
       if (isIdemError(error) && error.code === 'invalid_argument') {
@@ -215,4 +245,17 @@ async function resolveCommand(
     if (record === undefined) throw new CliError(`no operation ${id}`);
     out(`${JSON.stringify(showView(record), null, 2)}\n`);
   }
+}
+
+/** `--result-json`: a JSON object, or a usage error. */
+function resultJson(text: string): JsonObject {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new CliError('--result-json must be a JSON object, e.g. \'{"payment_id":"pay_1"}\'', 2);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new CliError('--result-json must be a JSON object, e.g. \'{"payment_id":"pay_1"}\'', 2);
+  return parsed as JsonObject;
 }

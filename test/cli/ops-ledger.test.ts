@@ -5,8 +5,19 @@ import { systemClock } from '../../src/core/clock.js';
 import type { OperationRecord } from '../../src/core/operation-record.js';
 import { runCli } from '../helpers/durable-fixtures.js';
 import { cleanup, ensureBuilt, makeTempDir } from '../helpers/mcp-fixtures.js';
-import { callStart, durableExecutor, openTestStore, startDurable } from '../helpers/store-fixtures.js';
-import { transition } from '../../src/operations/ledger-commands.js';
+import {
+  callStart,
+  durableExecutor,
+  openTestStore,
+  startDeployment,
+  startDurable,
+  type TestStore,
+} from '../helpers/store-fixtures.js';
+import { POSTGRES_URL, postgresAvailable, openPostgresTestStore } from '../helpers/postgres-fixtures.js';
+import type { JsonObject } from '../../src/core/json.js';
+import type { DurableOperation } from '../../src/executor/executor.js';
+import { startAttempt, transition } from '../../src/operations/ledger-commands.js';
+import { succeededResult } from '../../src/core/success-result.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 const ARGS = { service: 'api', version: '1.4.2' };
@@ -304,5 +315,214 @@ describe('--outbox-max-attempts', () => {
       expect(run.code).toBe(0);
       expect(run.stdout + run.stderr).toContain('--outbox-max-attempts N');
     }
+  });
+});
+
+/** The payment tool of a user's own server: the CLI knows no handler for it. */
+const createPayment = { name: 'create_payment', version: 1 } as const;
+const PAYMENT_ARGS = { amount_cents: 500, currency: 'eur' };
+
+/**
+ * A durable operation in `t` carried by a worker to `to`: `succeeded` with `fields` (what its
+ * handler records), or `outcome_unknown` or `failed`.
+ */
+async function settledBy(
+  t: TestStore,
+  key: string,
+  to: 'succeeded' | 'outcome_unknown' | 'failed',
+  operation: DurableOperation = createPayment,
+  fields: JsonObject = { payment_id: 'pay_auto', amount_cents: 500 },
+): Promise<OperationRecord> {
+  const args = operation === createPayment ? PAYMENT_ARGS : ARGS;
+  const op = await startDurable(durableExecutor(t.store), { key, args }, operation);
+  const now = systemClock.now();
+  await t.store.ledger.claim({ workerId: 'w1', now, leaseMs: 60_000 });
+  await startAttempt(t.store.ledger, op.operationId, {
+    workerId: 'w1',
+    attemptId: `att_${key}`,
+    now,
+    from: ['accepted'],
+  });
+  const done = await transition(t.store.ledger, op.operationId, {
+    workerId: 'w1',
+    from: ['running'],
+    to,
+    now,
+    patch:
+      to === 'succeeded'
+        ? {
+            resourceId: 'pay_auto',
+            result: succeededResult(op.operationId, 'pay_auto', fields),
+            expiresAt: now + DAY,
+            releaseLease: true,
+          }
+        : {
+            error: { code: to === 'failed' ? 'internal' : 'outcome_unknown', message: 'the reply was lost' },
+            expiresAt: now + DAY,
+            releaseLease: true,
+          },
+  });
+  if (done?.status !== to) throw new Error(`the ${to} was not recorded`);
+  return done;
+}
+
+interface Backend {
+  readonly name: string;
+  readonly available: boolean;
+  /** A new store, and the CLI's options that open the same database. */
+  open(tag: string): Promise<{ t: TestStore; db: string[] }>;
+}
+
+const BACKENDS: readonly Backend[] = [
+  {
+    name: 'SQLite',
+    available: true,
+    open: (tag) => {
+      const path = join(dir, `${tag}.sqlite`);
+      return Promise.resolve({ t: openTestStore({ path }), db: ['--db', path] });
+    },
+  },
+  {
+    name: 'PostgreSQL',
+    available: postgresAvailable,
+    open: async (tag) => {
+      const schema = `idem_settle_${tag.replaceAll('-', '_')}_${Date.now().toString(36)}`;
+      const t = await openPostgresTestStore({ path: schema });
+      return { t, db: ['--db', POSTGRES_URL, '--db-schema', schema] };
+    },
+  },
+];
+
+for (const backend of BACKENDS) {
+  describe.runIf(backend.available)(`idem ops resolve --result-json (${backend.name})`, () => {
+    it("settles a user's own tool with the business fields of an automatic success; replays return them", async () => {
+      const { t, db } = await backend.open('own-tool');
+      try {
+        const automatic = await settledBy(t, 'pay-auto', 'succeeded');
+        const op = await settledBy(t, 'pay-1', 'outcome_unknown');
+        const resolved = await runCli([
+          ...['ops', 'resolve', op.operationId, '--succeeded', '--resource-id', 'pay_found'],
+          ...['--result-json', '{"payment_id":"pay_found","amount_cents":500}', '--by', 'bob', ...db],
+        ]);
+        expect(resolved.code, resolved.stderr).toBe(0);
+        const shown = JSON.parse(resolved.stdout) as { result: Record<string, unknown> };
+        expect(shown.result).toEqual({
+          status: 'succeeded',
+          operation_id: op.operationId,
+          resource_id: 'pay_found',
+          payment_id: 'pay_found',
+          amount_cents: 500,
+        });
+        expect(Object.keys(shown.result).sort()).toEqual(Object.keys(automatic.result ?? {}).sort());
+
+        const replay = await callStart(
+          durableExecutor(t.store),
+          { key: 'pay-1', args: PAYMENT_ARGS },
+          createPayment,
+        );
+        expect(replay.ok && replay.replayed).toBe(true);
+        expect(replay.ok && replay.result).toEqual(shown.result);
+      } finally {
+        await t.close();
+      }
+    });
+
+    it('refuses result fields that do not fit, as a usage error, and writes nothing', async () => {
+      const { t, db } = await backend.open('bad-fields');
+      try {
+        const own = await settledBy(t, 'pay-2', 'outcome_unknown');
+        const deployment = await settledBy(t, 'deploy-2', 'failed', startDeployment);
+        const correct = ['--correct', '--reason', 'found it'];
+        const cases: [OperationRecord, string[], string][] = [
+          [own, ['--result-json', '{"status":"failed"}'], 'is set by Idem itself'],
+          [own, ['--result-json', '{"error":{"code":"x"}}'], 'is set by Idem itself'],
+          [own, ['--result-json', '[1,2]'], '--result-json must be a JSON object'],
+          [own, ['--result-json', '{payment_id: 1}'], '--result-json must be a JSON object'],
+          [
+            deployment,
+            [...correct, '--result-json', '{"region":"eu"}'],
+            'start_deployment results have no field "region"',
+          ],
+          [deployment, [...correct, '--result-json', '{"version":2}'], 'is a string, got a number'],
+        ];
+        for (const [op, flags, message] of cases) {
+          const run = await runCli([
+            ...['ops', 'resolve', op.operationId, '--succeeded', '--resource-id', 'r_1', ...flags],
+            ...db,
+          ]);
+          expect(run.code, `${flags.join(' ')}: ${run.stderr}`).toBe(2);
+          expect(run.stderr).toContain(message);
+          expect(run.stdout).toBe('');
+        }
+        const failed = await runCli([
+          ...['ops', 'resolve', own.operationId, '--failed', '--reason', 'absent'],
+          ...['--result-json', '{"payment_id":"p"}', ...db],
+        ]);
+        expect(failed.code).toBe(2);
+        expect(failed.stderr).toContain('--result-json goes with --succeeded only');
+        expect(await t.store.ledger.get(own.operationId)).toEqual(own);
+        expect(await t.store.ledger.get(deployment.operationId)).toEqual(deployment);
+
+        // Fields that fit start_deployment's own are taken: the values it derives from its args.
+        const fits = await runCli([
+          ...['ops', 'resolve', deployment.operationId, '--succeeded', '--resource-id', 'dep_1'],
+          ...[...correct, '--result-json', '{"version":"1.4.2"}', ...db],
+        ]);
+        expect(fits.code, fits.stderr).toBe(0);
+        expect((JSON.parse(fits.stdout) as { result: unknown }).result).toEqual({
+          status: 'succeeded',
+          operation_id: deployment.operationId,
+          resource_id: 'dep_1',
+          deployment_id: 'dep_1',
+          service: 'api',
+          version: '1.4.2',
+        });
+      } finally {
+        await t.close();
+      }
+    });
+  });
+}
+
+describe('idem ops show: attempts_detail', () => {
+  it('names each attempt in snake_case with ISO 8601 times, like every other field', async () => {
+    const dbPath = join(dir, 'attempts.sqlite');
+    const t = openTestStore({ path: dbPath });
+    let id: string;
+    const started = Date.UTC(2026, 11, 1, 10, 0, 0);
+    try {
+      const op = await startDurable(durableExecutor(t.store), { key: 'deploy-a', args: ARGS });
+      id = op.operationId;
+      const now = systemClock.now();
+      await t.store.ledger.claim({ workerId: 'w1', now, leaseMs: 60_000 });
+      const running = await startAttempt(t.store.ledger, id, {
+        workerId: 'w1',
+        attemptId: 'att_1',
+        now: started,
+        from: ['accepted'],
+      });
+      expect(running?.status).toBe('running');
+      await t.store.ledger.finishAttempt('att_1', {
+        endedAt: started + 1500,
+        outcome: 'retryable_failure',
+        detail: 'throttled (HTTP 503)',
+      });
+    } finally {
+      await t.close();
+    }
+    const show = await runCli(['ops', 'show', id, '--db', dbPath]);
+    expect(show.code, show.stderr).toBe(0);
+    const shown = JSON.parse(show.stdout) as { attempts_detail: unknown };
+    expect(shown.attempts_detail).toEqual([
+      {
+        attempt_id: 'att_1',
+        number: 1,
+        worker_id: 'w1',
+        started_at: '2026-12-01T10:00:00.000Z',
+        ended_at: '2026-12-01T10:00:01.500Z',
+        outcome: 'retryable_failure',
+        detail: 'throttled (HTTP 503)',
+      },
+    ]);
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { JsonObject } from '../../src/core/json.js';
 import type { OperationRecord } from '../../src/core/operation-record.js';
 import { resolveOperation } from '../../src/operations/index.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
@@ -101,5 +102,66 @@ describe('resolveOperation: an operator-established success has the shape of an 
       resource_id: 'dep_x',
     });
     expect(await resolveOperation(h.store.ledger, {}, 'op_unknown', request)).toBeUndefined();
+  });
+});
+
+describe('resolveOperation: result fields the operator gives', () => {
+  it('carry a success of a tool without a successFields hook; ill-fitting ones are refused and nothing is written', async () => {
+    const h = await harness('none', new FakeClock());
+    const op = await h.accept(args);
+    h.provider.faults.arm({ kind: 'drop_response', route: 'create' });
+    await h.worker().runOnce();
+    const unknown = await h.get(op.operationId);
+    expect(unknown.status).toBe('outcome_unknown');
+    const now = h.clock.now();
+    const base = { to: 'succeeded', by: 'oncall', now, resourceId: 'dep_x', expiresAt: now + DAY } as const;
+
+    const reserved: JsonObject[] = [{ status: 'failed' }, { next_action: 'x' }, { resource_id: 'other' }];
+    for (const fields of reserved) {
+      await expect(
+        resolveOperation(h.store.ledger, {}, op.operationId, { ...base, fields }),
+      ).rejects.toMatchObject({
+        code: 'invalid_argument',
+        message: expect.stringContaining('is set by Idem itself'),
+      });
+    }
+    // With the handler's hook: only its names, with its JSON types.
+    const handlers = { [OPERATION]: h.handler };
+    await expect(
+      resolveOperation(h.store.ledger, handlers, op.operationId, { ...base, fields: { region: 'eu' } }),
+    ).rejects.toMatchObject({
+      code: 'invalid_argument',
+      message: expect.stringContaining('no field "region"'),
+    });
+    await expect(
+      resolveOperation(h.store.ledger, handlers, op.operationId, { ...base, fields: { version: 2 } }),
+    ).rejects.toMatchObject({
+      code: 'invalid_argument',
+      message: expect.stringContaining('is a string, got a number'),
+    });
+    await expect(
+      resolveOperation(h.store.ledger, {}, op.operationId, {
+        to: 'failed',
+        by: 'oncall',
+        now,
+        reason: 'absent',
+        expiresAt: now + DAY,
+        fields: { a: 1 },
+      }),
+    ).rejects.toMatchObject({ code: 'invalid_argument' });
+    expect(await h.get(op.operationId)).toEqual(unknown);
+
+    const resolved = await resolveOperation(h.store.ledger, {}, op.operationId, {
+      ...base,
+      fields: { deployment_id: 'dep_x', url: 'https://dep_x.example', replicas: 3 },
+    });
+    expect(resolved?.result).toEqual({
+      status: 'succeeded',
+      operation_id: op.operationId,
+      resource_id: 'dep_x',
+      deployment_id: 'dep_x',
+      url: 'https://dep_x.example',
+      replicas: 3,
+    });
   });
 });
