@@ -12,6 +12,7 @@ export {
   type StorageCause,
 } from './core/errors.js';
 export { systemClock, type Clock } from './core/clock.js';
+export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './core/retry-policy.js';
 export { validateIdempotencyKey, MAX_KEY_LENGTH } from './core/idempotency-key.js';
 export { canonicalArguments, fingerprint } from './core/fingerprint.js';
 export type { FingerprintSelection } from './core/fingerprint-selection.js';

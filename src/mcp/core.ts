@@ -9,6 +9,13 @@ export {
   type ToolArgs,
 } from './idempotent-tool.js';
 export type { FingerprintSelection } from '../core/fingerprint-selection.js';
+export {
+  operationTools,
+  DEFAULT_CANCEL_TOOL,
+  type OperationTools,
+  type OperationToolsOptions,
+} from './operation-tools.js';
+export { operationView } from './operation-view.js';
 export { readTool, type ReadToolConfig, type ReadContext } from './read-tool.js';
 export { type ReadOperation } from './tool-call-log.js';
 export {

@@ -7,6 +7,7 @@ export {
   registerIdemTool,
   registerIdempotentTool,
   registerDurableTool,
+  registerOperationTools,
   principalOf,
 } from './register-idempotent-tool.js';
 export { registerReadTool } from './register-read-tool.js';

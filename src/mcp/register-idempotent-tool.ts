@@ -2,6 +2,7 @@ import type { McpServer, RegisteredTool, ServerContext } from '@modelcontextprot
 import { withCachedJsonSchema } from './advertised-schema.js';
 import type { IdemTool } from './idem-tool.js';
 import { principalFromAuthInfo, toolCallContext } from './principal.js';
+import { noteRegisteredTool } from './registered-tools.js';
 import { toolRegistrars } from './tool-registrars.js';
 
 /** The authenticated principal of an SDK v2 tool call: `ctx.http?.authInfo.extra.principal`. */
@@ -16,7 +17,7 @@ export function principalOf(ctx: Pick<ServerContext, 'http'>): string | undefine
  * or error, is built by the tool with `structuredContent` that fits the declared output schema.
  */
 export function registerIdemTool(server: McpServer, tool: IdemTool): RegisteredTool {
-  return server.registerTool(
+  const registered = server.registerTool(
     tool.name,
     {
       ...(tool.title === undefined ? {} : { title: tool.title }),
@@ -27,6 +28,8 @@ export function registerIdemTool(server: McpServer, tool: IdemTool): RegisteredT
     },
     (args, ctx) => tool.handle(args, toolCallContext(ctx.http?.authInfo, ctx.mcpReq.signal)),
   );
+  noteRegisteredTool(server, tool.name);
+  return registered;
 }
 
 const registrars = toolRegistrars<McpServer, RegisteredTool>(registerIdemTool);
@@ -34,5 +37,11 @@ const registrars = toolRegistrars<McpServer, RegisteredTool>(registerIdemTool);
 /** Registers a mutating tool that keeps the retry contract (see `idempotentTool`) on SDK v2. */
 export const registerIdempotentTool = registrars.registerIdempotentTool;
 
-/** Registers a long-running tool executed by a worker (see `durableTool`) on SDK v2. */
+/**
+ * Registers a long-running tool executed by a worker (see `durableTool`) on SDK v2; warns
+ * (`tool.status_tool_missing`) when its status tool is not registered on the same server.
+ */
 export const registerDurableTool = registrars.registerDurableTool;
+
+/** Registers the status and cancel tools (see `operationTools`) on SDK v2, owner-only. */
+export const registerOperationTools = registrars.registerOperationTools;

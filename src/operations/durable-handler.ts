@@ -107,12 +107,26 @@ export interface UnknownOutcomeContext {
 }
 
 /**
- * One kind of durable operation's external side effect. The worker owns retries, budgets, leases
- * and state; a handler makes exactly one external call per method call and classifies it.
- * Promised by implementations: `dispatch` never applies the effect twice for one provider key when
- * `mode` is `key`; `reconcile` reports `created` only for an effect carrying this provider key.
+ * One kind of durable operation's external side effect: give one per durable tool to `startWorker`
+ * (`handlers`, by the tool's name). The worker owns retries, budgets, leases, state and the stored
+ * result; a handler makes at most one external call per method call and classifies its answer.
+ * Contract (MUST / MAY):
+ * - every method MUST send `context.providerKey` (never a key of its own) to the external system,
+ *   MUST give up promptly once `context.signal` aborts and SHOULD keep to `context.timeoutMs`;
+ * - a method MUST NOT retry, sleep for backoff or write to the store: the worker does;
+ * - a method SHOULD classify rather than throw. A throw from `dispatch` counts as `ambiguous` (the
+ *   call may have reached the system; `op.handler_error` logs its message); a throw from
+ *   `reconcile` ends the worker's turn (`worker.error`) and the operation is taken up again once
+ *   its lease expires. What a handler throws or returns as `reason`/`detail` is logged, so it MUST
+ *   NOT carry secrets, bodies or argument values.
  */
 export interface DurableHandler {
+  /**
+   * MUST: what the external system offers to settle an attempt whose outcome is unknown (see
+   * `RecoveryMode`). `key` promises that the system applies one request per key; `reference` that
+   * `reconcile` can find an effect by this key; `none` that nothing can, and such an attempt ends
+   * `outcome_unknown` for an operator to settle.
+   */
   readonly mode: RecoveryMode;
   /**
    * Mode `reference`: how long after the worker abandoned a request (its start + the attempt
@@ -126,7 +140,7 @@ export interface DurableHandler {
    * The recovery mode of one operation, when it depends on its arguments (a command declared
    * rerunnable or not); default `mode`.
    */
-  modeFor?(operation: OperationRecord): RecoveryMode;
+  modeFor?(operation: OperationRecord): RecoveryMode; // MAY; pure, no I/O.
   /**
    * Mode `key`: how long the external system keeps an idempotency key, ms. A keyed resend is the
    * one way to settle an attempt that may have been applied, and it is safe only while the system
@@ -142,15 +156,30 @@ export interface DurableHandler {
    * cancel request arrives (one extra read every poll interval). Default false.
    */
   readonly watchesCancel?: boolean;
+  /**
+   * MUST: make the effect once for `operation.args`, sending `context.providerKey`, and classify
+   * the answer (see `DispatchOutcome`): `created` only when the system applied it (or replayed an
+   * application of this key); `rejected` only when it never will be for these arguments;
+   * `throttled` only when it was not applied; `ambiguous` whenever it may have been. With `mode`
+   * `key`, MUST NOT apply the effect twice for one provider key (the system deduplicates).
+   */
   dispatch(operation: OperationRecord, context: HandlerCallContext): Promise<DispatchOutcome>;
+  /**
+   * MUST for mode `reference` (MAY answer `unsupported` otherwise): look the effect up by
+   * `context.providerKey`; `created` only for an effect carrying this key, `absent` only when the
+   * system's answer proves there is none, `ambiguous` when the lookup itself failed.
+   */
   reconcile(operation: OperationRecord, context: HandlerCallContext): Promise<ReconcileOutcome>;
-  /** One sentence for `outcome_unknown`: what to check at the external system to settle it. */
+  /**
+   * MUST: one sentence for `outcome_unknown`: what to check at the external system to settle it
+   * (the key and the window in `context`). Pure, no I/O; no secrets or argument values beyond ids.
+   */
   nextAction(operation: OperationRecord, context: UnknownOutcomeContext): string;
   /**
    * The business fields of a success known only by its resource id (an operator found the effect
    * and resolves or corrects the operation), from the operation's own args: the same fields that
    * `dispatch` puts in `Applied.fields`, so every success of this operation has one shape. Absent:
-   * such a success carries status, operation_id and resource_id only.
+   * such a success carries status, operation_id and resource_id only. MAY; pure, no I/O.
    */
   successFields?(operation: OperationRecord, resourceId: string): JsonObject;
 }

@@ -2,22 +2,16 @@ import { McpServer } from '@modelcontextprotocol/server';
 import type { ServerApp } from './server-app.js';
 import { z } from 'zod';
 import { IdemError } from '../core/errors.js';
-import type { JsonObject, JsonValue } from '../core/json.js';
 import type { Clock } from '../core/clock.js';
-import type { OperationRecord } from '../core/operation-record.js';
-import { isActive } from '../core/operation-state.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
-import { outcomeOf } from '../executor/call-outcome.js';
-import { nextActionOf } from '../mcp/follow-up.js';
-import { errorContent } from '../mcp/tool-result.js';
 import type { Executor } from '../executor/executor.js';
-import { requestCancel } from '../operations/ledger-commands.js';
 import type { EffectResult } from '../executor/effect.js';
 import type { IdemTool } from '../mcp/idem-tool.js';
 import { durableTool, idempotentTool, workspaceField } from '../mcp/idempotent-tool.js';
 import { readTool, type ReadContext } from '../mcp/read-tool.js';
 import { registerIdemTool } from '../mcp/register-idempotent-tool.js';
-import { grantedWorkspaces } from '../mcp/idem-identity.js';
+import { authorizeByGrant, grantedWorkspaces } from '../mcp/idem-identity.js';
+import { operationTools } from '../mcp/operation-tools.js';
 import type { NotesRepository } from './notes-repository.js';
 import { commandTools } from '../commands/command-tools.js';
 import type { CommandHandler } from '../commands/command-handler.js';
@@ -97,26 +91,9 @@ export function referenceTools<App>(options: ReferenceToolsOptions<App>): IdemTo
     ...(options.deploymentPolicy === undefined ? {} : { policy: options.deploymentPolicy }),
   });
 
-  const cancelOperation = readTool({
-    logger: executor.logger,
-    name: 'cancel_operation',
-    description:
-      'Asks to cancel one of your operations. It becomes "cancelled" only once it is established that nothing was or will be done; if the work already succeeded, it stays succeeded. Call get_operation to see the final state.',
-    inputSchema: { operation_id: z.string().min(1).max(200) },
-    outputShape: { ...operationShape, cancel: z.enum(['requested', 'already_requested', 'already_final']) },
-    readOnly: false,
-    handler: async (args, principal, read) => {
-      const before = await ownOperation(args.operation_id, principal, read);
-      const after = await requestCancel(executor.store.ledger, args.operation_id, clock.now(), read);
-      const record = after ?? before;
-      const cancel =
-        before.status === 'cancel_requested'
-          ? 'already_requested'
-          : record.status === 'cancel_requested'
-            ? 'requested'
-            : 'already_final';
-      return { ...operationView(record), cancel };
-    },
+  const { statusTool: getOperation, cancelTool: cancelOperation } = operationTools(executor, {
+    clock,
+    authorize: authorizeByGrant,
   });
 
   const getNote = readTool({
@@ -145,45 +122,8 @@ export function referenceTools<App>(options: ReferenceToolsOptions<App>): IdemTo
     },
   });
 
-  const getOperation = readTool({
-    logger: executor.logger,
-    name: 'get_operation',
-    description:
-      'Reports what became of one of your operations, by the operation_id from an earlier result: its status (accepted, running, succeeded, failed, cancel_requested, cancelled, outcome_unknown), its result when done, and what to do next. Use it when an outcome is uncertain.',
-    inputSchema: { operation_id: z.string().min(1).max(200) },
-    outputShape: operationShape,
-    handler: async (args, principal, read) =>
-      operationView(await ownOperation(args.operation_id, principal, read)),
-  });
-
   return [createNote, startDeployment, cancelOperation, getNote, listNotes, getOperation];
-
-  /** The caller's own operation; another principal's gets exactly the answer an unknown id gets. */
-  async function ownOperation(operationId: string, principal: string, read: ReadContext) {
-    const record = await executor.store.ledger.get(operationId, read);
-    if (record === undefined || record.identity.principal !== principal) {
-      throw new IdemError('not_found', 'no such operation');
-    }
-    requireWorkspace(read, record.identity.workspace);
-    read.operation?.(record);
-    return record;
-  }
 }
-
-const operationShape = {
-  operation_id: z.string(),
-  operation: z.string(),
-  version: z.number(),
-  workspace: z.string(),
-  attempts: z.number(),
-  resource_id: z.string(),
-  created_at: z.string(),
-  updated_at: z.string(),
-  expires_at: z.string(),
-  result: z.record(z.string(), z.unknown()),
-  resolved_by: z.string(),
-  resolved_at: z.string(),
-};
 
 /**
  * Makes McpServers carrying the reference tools of `app`: one per HTTP request, or one for stdio.
@@ -226,29 +166,5 @@ export function referenceServerFactory<App>(
 
 export const SERVER_INFO = { name: 'idem-reference', version: '0.1.0' };
 
-/** An operation as tools and the CLI show it: ISO times, the result when done, the next step. */
-export function operationView(record: OperationRecord): JsonObject {
-  const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
-  const outcome = outcomeOf(record, true, '');
-  const view: Record<string, JsonValue | undefined> = {
-    status: record.status,
-    operation_id: record.operationId,
-    operation: record.identity.operation,
-    version: record.identity.version,
-    workspace: record.identity.workspace,
-    attempts: record.attemptCount,
-    resource_id: record.resourceId,
-    created_at: iso(record.createdAt),
-    updated_at: iso(record.updatedAt),
-    expires_at: iso(record.expiresAt),
-    result: record.result,
-    error: outcome.ok ? undefined : (errorContent(outcome.error).error as JsonValue),
-    next_action: outcome.ok ? undefined : nextActionOf(outcome.error),
-    resolved_by: record.resolvedBy,
-    resolved_at: iso(record.resolvedAt),
-  };
-  if (isActive(record.status)) {
-    view.error = undefined;
-  }
-  return Object.fromEntries(Object.entries(view).filter(([, v]) => v !== undefined)) as JsonObject;
-}
+/** An operation as tools and the CLI show it (moved to `idem/mcp`; kept here for the CLI). */
+export { operationView } from '../mcp/operation-view.js';

@@ -40,6 +40,7 @@ const EXPECTED_EXPORTS: Record<string, string> = {
   './testing': 'FakeClock',
   './client': 'IdemClient',
   './commands': 'registerCommandTools',
+  './operations': 'startWorker',
   './prisma': 'prismaStore', // its Prisma imports are types only
 };
 

@@ -7,6 +7,7 @@ export {
   registerIdemTool,
   registerIdempotentTool,
   registerDurableTool,
+  registerOperationTools,
   registerReadTool,
   principalOf,
   type RequestExtra,

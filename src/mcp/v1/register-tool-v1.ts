@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { IdemTool, ToolInput } from '../idem-tool.js';
 import { principalFromAuthInfo, toolCallContext } from '../principal.js';
 import { readTool, type ReadToolConfig } from '../read-tool.js';
+import { noteRegisteredTool } from '../registered-tools.js';
 import { toolRegistrars } from '../tool-registrars.js';
 
 /** The second argument of an SDK 1.x tool callback. */
@@ -30,7 +31,7 @@ function advertisedZodObject(tool: IdemTool): z.ZodObject {
 
 /** Registers an Idem tool on an SDK 1.x `McpServer` (`@modelcontextprotocol/sdk` 1.32 or later). */
 export function registerIdemTool(server: McpServer, tool: IdemTool): RegisteredTool {
-  return server.registerTool(
+  const registered = server.registerTool(
     tool.name,
     {
       ...(tool.title === undefined ? {} : { title: tool.title }),
@@ -41,6 +42,8 @@ export function registerIdemTool(server: McpServer, tool: IdemTool): RegisteredT
     },
     (args: unknown, extra: RequestExtra) => tool.handle(args, toolCallContext(extra.authInfo, extra.signal)),
   );
+  noteRegisteredTool(server, tool.name);
+  return registered;
 }
 
 const registrars = toolRegistrars<McpServer, RegisteredTool>(registerIdemTool);
@@ -48,8 +51,14 @@ const registrars = toolRegistrars<McpServer, RegisteredTool>(registerIdemTool);
 /** Registers a mutating tool that keeps the retry contract (see `idempotentTool`) on SDK 1.x. */
 export const registerIdempotentTool = registrars.registerIdempotentTool;
 
-/** Registers a long-running tool executed by a worker (see `durableTool`) on SDK 1.x. */
+/**
+ * Registers a long-running tool executed by a worker (see `durableTool`) on SDK 1.x; warns
+ * (`tool.status_tool_missing`) when its status tool is not registered on the same server.
+ */
 export const registerDurableTool = registrars.registerDurableTool;
+
+/** Registers the status and cancel tools (see `operationTools`) on SDK 1.x, owner-only. */
+export const registerOperationTools = registrars.registerOperationTools;
 
 /** Registers a read-only tool (see `readTool`). */
 export function registerReadTool<Input extends ToolInput>(

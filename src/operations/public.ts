@@ -1,0 +1,35 @@
+/**
+ * `idem/operations`: everything needed to run your own durable tools (`registerDurableTool`):
+ * the handler contract a tool's external effect implements (`DurableHandler`), the worker that
+ * carries accepted operations to a final state (`startWorker`), the dispatcher that sends the
+ * messages effects enqueue (`startOutboxDispatcher`), and the retry policy they follow. The
+ * worker's internals (processor, writer, lease keeper, polling loop) are not part of it.
+ */
+export {
+  providerKeyFor,
+  type Applied,
+  type DispatchOutcome,
+  type DurableHandler,
+  type HandlerCallContext,
+  type ReconcileOutcome,
+  type RecoveryMode,
+  type UnknownOutcomeContext,
+} from './durable-handler.js';
+export {
+  startWorker,
+  startOutboxDispatcher,
+  type RunningLoops,
+  type StartWorkerOptions,
+  type StartOutboxDispatcherOptions,
+} from './start-worker.js';
+export type { WorkerOptions } from './worker.js';
+export { DEFAULT_OUTBOX_MAX_ATTEMPTS, type OutboxDispatcherOptions } from './outbox-dispatcher.js';
+export { DEFAULT_RETRY_POLICY, MIN_ATTEMPT_MS, type RetryPolicy } from '../core/retry-policy.js';
+export type {
+  OperationRecord,
+  OperationError,
+  OperationKind,
+  OperatorChange,
+} from '../core/operation-record.js';
+export type { OperationState } from '../core/operation-state.js';
+export type { OperationIdentity } from '../core/operation-identity.js';
