@@ -90,54 +90,15 @@ class IdempotencyKeyHandler implements DurableHandler {
   }
 
   async dispatch(operation: OperationRecord, context: HandlerCallContext): Promise<DispatchOutcome> {
-    const args = operation.args ?? {};
-    let body: string;
-    try {
-      body = JSON.stringify(this.#options.body(args));
-    } catch {
-      return { kind: 'rejected', code: 'invalid_argument', status: 0, reason: 'invalid_args' };
-    }
-    const exchange = await exchangeHttp(
-      {
-        method: 'POST',
-        url: this.#options.url,
-        headers: {
-          ...this.#options.headers,
-          'content-type': 'application/json',
-          'idempotency-key': context.providerKey,
-        },
-        body,
-      },
-      { timeoutMs: context.timeoutMs, signal: context.signal },
-    );
-    const outcome = classifyWrite(exchange, this.#clock.now());
-    switch (outcome.kind) {
-      case 'applied': {
-        let success: HttpSuccess | undefined;
-        try {
-          success = this.#options.result(outcome.body, args);
-        } catch {
-          success = undefined;
-        }
-        if (success === undefined || typeof success.resourceId !== 'string' || success.resourceId === '')
-          return { kind: 'ambiguous', reason: `unreadable ${outcome.status} body` };
-        return {
-          kind: 'created',
-          resourceId: success.resourceId,
-          fields: success.fields,
-          replayed: outcome.replayed,
-        };
-      }
-      case 'rejected':
-        return {
-          kind: 'rejected',
-          code: outcome.status === 401 || outcome.status === 403 ? 'forbidden' : 'invalid_argument',
-          status: outcome.status,
-          reason: outcome.reason,
-        };
-      default:
-        return outcome;
-    }
+    return dispatchJsonPost({
+      url: this.#options.url,
+      headers: { ...this.#options.headers, 'idempotency-key': context.providerKey },
+      body: (args) => this.#options.body(args),
+      result: this.#options.result,
+      args: operation.args ?? {},
+      context,
+      now: () => this.#clock.now(),
+    });
   }
 
   /** Mode `key` settles by resending with the same key: there is no lookup. */
@@ -162,4 +123,72 @@ class IdempotencyKeyHandler implements DurableHandler {
       `idempotency_key before that: it could apply the effect twice.`
     );
   }
+}
+
+/**
+ * One JSON `POST` of an effect, classified as `DispatchOutcome` (shared by the ready handlers):
+ * arguments `body` cannot serialise are `rejected` unsent; a 2xx is `created` only when `result`
+ * reads a non-empty resource id from it (else `ambiguous`); 401/403 are `forbidden`, other
+ * refusals `invalid_argument`; the rest as `classifyWrite` says.
+ */
+export async function dispatchJsonPost(request: {
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: (args: JsonObject) => JsonObject;
+  readonly result: (response: JsonObject, args: JsonObject) => HttpSuccess | undefined;
+  readonly args: JsonObject;
+  readonly context: HandlerCallContext;
+  readonly now: () => number;
+}): Promise<DispatchOutcome> {
+  const { args, context } = request;
+  let body: string;
+  try {
+    body = JSON.stringify(request.body(args));
+  } catch {
+    return { kind: 'rejected', code: 'invalid_argument', status: 0, reason: 'invalid_args' };
+  }
+  const exchange = await exchangeHttp(
+    {
+      method: 'POST',
+      url: request.url,
+      headers: { ...request.headers, 'content-type': 'application/json' },
+      body,
+    },
+    { timeoutMs: context.timeoutMs, signal: context.signal },
+  );
+  const outcome = classifyWrite(exchange, request.now());
+  switch (outcome.kind) {
+    case 'applied': {
+      const success = readSuccess(request.result, outcome.body, args);
+      return success === undefined
+        ? { kind: 'ambiguous', reason: `unreadable ${outcome.status} body` }
+        : { kind: 'created', ...success, replayed: outcome.replayed };
+    }
+    case 'rejected':
+      return {
+        kind: 'rejected',
+        code: outcome.status === 401 || outcome.status === 403 ? 'forbidden' : 'invalid_argument',
+        status: outcome.status,
+        reason: outcome.reason,
+      };
+    default:
+      return outcome;
+  }
+}
+
+/** `result(response, args)` when it names a non-empty resource id; undefined otherwise or on a throw. */
+export function readSuccess(
+  result: (response: JsonObject, args: JsonObject) => HttpSuccess | undefined,
+  response: JsonObject,
+  args: JsonObject,
+): HttpSuccess | undefined {
+  let success: HttpSuccess | undefined;
+  try {
+    success = result(response, args);
+  } catch {
+    return undefined;
+  }
+  if (success === undefined || typeof success.resourceId !== 'string' || success.resourceId === '')
+    return undefined;
+  return { resourceId: success.resourceId, fields: success.fields };
 }

@@ -38,3 +38,4 @@ export {
   type HttpSuccess,
   type IdempotencyKeyHandlerOptions,
 } from './idempotency-key-handler.js';
+export { clientReferenceHandler, type ClientReferenceHandlerOptions } from './client-reference-handler.js';

@@ -11,7 +11,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { InMemoryTransport, McpServer } from '@modelcontextprotocol/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Executor, type IdemStore, type Logger } from '../../src/index.js';
+import { Executor, type IdemStore, type JsonObject, type Logger } from '../../src/index.js';
 import { SqliteStore, openSqlite } from '../../src/adapters/sqlite/index.js';
 import { PostgresStore, openPostgres } from '../../src/adapters/postgres/index.js';
 import {
@@ -20,7 +20,12 @@ import {
   registerDurableTool,
   registerOperationTools,
 } from '../../src/mcp/index.js';
-import { idempotencyKeyHandler, startWorker, type OperationRecord } from '../../src/operations/public.js';
+import {
+  clientReferenceHandler,
+  idempotencyKeyHandler,
+  startWorker,
+  type OperationRecord,
+} from '../../src/operations/public.js';
 import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 
 const silent: Logger = { info() {}, warn() {}, error() {} };
@@ -76,12 +81,25 @@ interface Payment {
 async function paymentsService(faults: Fault[]) {
   const byKey = new Map<string, Payment>();
   const requests: Array<{ key: string | undefined; body: Record<string, unknown> }> = [];
+  const searches: string[] = [];
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let raw = '';
     req.on('data', (chunk: Buffer) => (raw += chunk.toString()));
     req.on('end', () => {
-      const key = req.headers['idempotency-key'] as string | undefined;
+      if (req.method === 'GET') {
+        const reference = new URL(req.url ?? '/', 'http://x').searchParams.get('client_reference');
+        const found = reference === null ? undefined : byKey.get(reference);
+        searches.push(reference ?? '');
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({ data: found === undefined ? [] : [{ ...found, client_reference: reference }] }),
+        );
+        return;
+      }
       const body = JSON.parse(raw) as Record<string, unknown>;
+      const key =
+        (req.headers['idempotency-key'] as string | undefined) ??
+        (typeof body.client_reference === 'string' ? body.client_reference : undefined);
       requests.push({ key, body });
       const fault = faults.shift();
       if (req.method !== 'POST' || req.url !== '/payments' || key === undefined) {
@@ -122,6 +140,7 @@ async function paymentsService(faults: Fault[]) {
     url,
     byKey,
     requests,
+    searches,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -154,7 +173,7 @@ async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, ms 
 
 describe.each(BACKENDS)('idempotencyKeyHandler against a faulty payments API ($name)', (backend) => {
   /** A user's payments server: `create_payment` (durable) and the status tools, and its worker. */
-  async function setup(faults: Fault[]) {
+  async function setup(faults: Fault[], mode: 'key' | 'reference' = 'key') {
     const { store, close } = await backend.open();
     open.push(close);
     const payments = await paymentsService(faults);
@@ -179,18 +198,34 @@ describe.each(BACKENDS)('idempotencyKeyHandler against a faulty payments API ($n
       await server.close();
     });
 
-    const handler = idempotencyKeyHandler({
-      url: `${payments.url}/payments`,
-      body: (args) => ({ amount_cents: args.amount_cents ?? null, currency: args.currency ?? null }),
-      result: (response) =>
-        typeof response.id === 'string'
-          ? {
-              resourceId: response.id,
-              fields: { payment_id: response.id, amount_cents: response.amount_cents ?? null },
-            }
-          : undefined,
-      providerKeyRetentionMs: 24 * 3_600_000,
+    const body = (args: JsonObject) => ({
+      amount_cents: args.amount_cents ?? null,
+      currency: args.currency ?? null,
     });
+    const result = (response: JsonObject) =>
+      typeof response.id === 'string'
+        ? {
+            resourceId: response.id,
+            fields: { payment_id: response.id, amount_cents: response.amount_cents ?? null },
+          }
+        : undefined;
+    const handler =
+      mode === 'key'
+        ? idempotencyKeyHandler({
+            url: `${payments.url}/payments`,
+            body,
+            result,
+            providerKeyRetentionMs: 24 * 3_600_000,
+          })
+        : clientReferenceHandler({
+            url: `${payments.url}/payments`,
+            body,
+            result,
+            searchUrl: (reference) =>
+              `${payments.url}/payments?client_reference=${encodeURIComponent(reference)}`,
+            matches: (response) => response.data,
+            landingMs: 0,
+          });
     const stop = new AbortController();
     const running = startWorker({
       store,
@@ -258,6 +293,32 @@ describe.each(BACKENDS)('idempotencyKeyHandler against a faulty payments API ($n
       status: 'failed',
       error: { code: 'invalid_argument', retryable: false },
     });
+  });
+
+  it('clientReferenceHandler: a reply dropped after applying is settled by one search, one payment, succeeded', async () => {
+    const { payments, settle } = await setup(['drop_after_apply'], 'reference');
+    const done = await settle({ idempotency_key: 'k-ref', amount_cents: 990, currency: 'EUR' });
+    expect(payments.byKey.size).toBe(1);
+    expect(payments.requests).toHaveLength(1); // not resent: the search found it
+    expect(payments.requests[0]?.key).toMatch(/^idem-/);
+    expect(payments.requests[0]?.body).toMatchObject({
+      amount_cents: 990,
+      client_reference: payments.requests[0]?.key,
+    });
+    expect(payments.searches).toEqual([payments.requests[0]?.key]);
+    expect(done.sc).toMatchObject({
+      status: 'succeeded',
+      resource_id: 'pay_1',
+      result: { payment_id: 'pay_1', amount_cents: 990 },
+    });
+  });
+
+  it('clientReferenceHandler: 503 with Retry-After, then one payment, succeeded', async () => {
+    const { payments, settle } = await setup(['unavailable'], 'reference');
+    const done = await settle({ idempotency_key: 'k-ref-503', amount_cents: 10, currency: 'EUR' });
+    expect(payments.byKey.size).toBe(1);
+    expect(payments.requests).toHaveLength(2);
+    expect(done.sc).toMatchObject({ status: 'succeeded', resource_id: 'pay_1' });
   });
 });
 
@@ -331,6 +392,35 @@ describe('idempotencyKeyHandler classification (one dispatch, no worker)', () =>
       code: 'invalid_argument',
       reason: 'invalid_args',
     });
+  });
+
+  it.each([
+    [200, '{"data":[]}', { kind: 'absent' }],
+    [200, '{"data":[{"id":"pay_x","client_reference":"idem-other"}]}', { kind: 'absent' }],
+    [
+      200,
+      '{"data":[{"id":"pay_3","client_reference":"idem-op-1"}]}',
+      { kind: 'created', resourceId: 'pay_3' },
+    ],
+    [200, '{"data":{}}', { kind: 'ambiguous', reason: 'lookup unreadable 200 body' }],
+    [
+      200,
+      '{"data":[{"client_reference":"idem-op-1"}]}',
+      { kind: 'ambiguous', reason: 'lookup unreadable match' },
+    ],
+    [500, '', { kind: 'ambiguous', reason: 'lookup http_500' }],
+  ] as const)('clientReferenceHandler reconcile: HTTP %i %s', async (status, body, expected) => {
+    const url = await answering(status, body);
+    const handler = clientReferenceHandler({
+      url,
+      body: (args) => args,
+      result: (response) =>
+        typeof response.id === 'string' ? { resourceId: response.id, fields: {} } : undefined,
+      searchUrl: (reference) => `${url}?client_reference=${reference}`,
+      matches: (response) => response.data,
+    });
+    expect(handler.mode).toBe('reference');
+    expect(await handler.reconcile(operation, context())).toMatchObject(expected);
   });
 
   it('the operator-settled success has the shape given by successFields', async () => {
