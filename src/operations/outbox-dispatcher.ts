@@ -7,7 +7,7 @@ import { toLogger, type LoggerOption } from '../log/to-logger.js';
 import type { OutboxMessage } from '../core/operation-record.js';
 import type { IdemStore } from '../ports/idem-store.js';
 import { PollingLoop } from './polling-loop.js';
-import { networkReason } from './provider-client.js';
+import { networkReason } from './http-exchange.js';
 
 /**
  * Sends without a 2xx after which a message becomes a dead letter. With the default backoff (full

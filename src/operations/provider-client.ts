@@ -1,7 +1,7 @@
 import { systemClock, type Clock } from '../core/clock.js';
 import type { JsonObject } from '../core/json.js';
-import { timeoutSignal, type TimeoutSignal } from '../core/timeout-signal.js';
 import type { RecoveryMode } from './durable-handler.js';
+import { classifyWrite, exchangeHttp, parseJsonObject } from './http-exchange.js';
 
 /**
  * Every outcome of one `POST /deployments`, in a closed union. The one question the worker needs
@@ -92,65 +92,25 @@ export class DeploymentProviderClient {
     const body: Record<string, string> = { service: request.service, version: request.version };
     if (options.mode === 'reference') body.client_reference = options.providerKey;
 
-    let response: Response;
-    let text: string;
-    const attempt = attemptSignal(options);
-    try {
-      response = await fetch(`${this.baseUrl}/deployments`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify(body),
-        signal: attempt.signal,
-      });
-      text = await response.text();
-    } catch (error) {
-      const reason = failureReason(error, options);
-      // A refused connection carried no byte of the request: nothing can have been applied.
-      return reason === 'connection_refused'
-        ? { kind: 'throttled', status: 0, unsent: true }
-        : { kind: 'ambiguous', reason };
-    } finally {
-      attempt.dispose();
-    }
-
-    const { status } = response;
-    if (status >= 200 && status < 300) {
-      const parsed = parseObject(text);
-      const deploymentId = parsed?.deployment_id;
-      if (parsed === undefined || typeof deploymentId !== 'string' || deploymentId.length === 0)
-        return { kind: 'ambiguous', reason: `unreadable ${status} body` };
-      const replayed = response.headers.get('idempotent-replayed')?.toLowerCase() === 'true';
-      return { kind: 'created', deploymentId, body: parsed, replayed };
-    }
-    if (status === 429 || status === 503) {
-      const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), this.#clock.now());
-      return retryAfterMs === undefined
-        ? { kind: 'throttled', status }
-        : { kind: 'throttled', status, retryAfterMs };
-    }
-    if (status >= 400 && status < 500 && status !== 408 && status !== 409) {
-      const error = parseObject(text)?.error;
-      return { kind: 'rejected', status, reason: typeof error === 'string' ? error : `http_${status}` };
-    }
-    return { kind: 'ambiguous', reason: `http_${status}` };
+    const exchange = await exchangeHttp(
+      { method: 'POST', url: `${this.baseUrl}/deployments`, headers, body: JSON.stringify(body) },
+      options,
+    );
+    const outcome = classifyWrite(exchange, this.#clock.now());
+    if (outcome.kind !== 'applied') return outcome;
+    const deploymentId = outcome.body.deployment_id;
+    if (typeof deploymentId !== 'string' || deploymentId.length === 0)
+      return { kind: 'ambiguous', reason: `unreadable ${outcome.status} body` };
+    return { kind: 'created', deploymentId, body: outcome.body, replayed: outcome.replayed };
   }
 
   /** `GET /deployments?client_reference=R`: the oldest deployment carrying `reference`, if any. */
   async findByReference(reference: string, options: FindOptions): Promise<FindOutcome> {
     const url = `${this.baseUrl}/deployments?client_reference=${encodeURIComponent(reference)}`;
-    let response: Response;
-    let text: string;
-    const attempt = attemptSignal(options);
-    try {
-      response = await fetch(url, { signal: attempt.signal });
-      text = await response.text();
-    } catch (error) {
-      return { kind: 'failed', reason: failureReason(error, options) };
-    } finally {
-      attempt.dispose();
-    }
-    if (response.status !== 200) return { kind: 'failed', reason: `http_${response.status}` };
-    const list = parseObject(text)?.deployments;
+    const exchange = await exchangeHttp({ method: 'GET', url }, options);
+    if (exchange.kind === 'no_answer') return { kind: 'failed', reason: exchange.reason };
+    if (exchange.status !== 200) return { kind: 'failed', reason: `http_${exchange.status}` };
+    const list = parseJsonObject(exchange.text)?.deployments;
     if (!Array.isArray(list)) return { kind: 'failed', reason: 'unreadable 200 body' };
     const first: unknown = list[0];
     if (first === undefined) return { kind: 'absent' };
@@ -162,62 +122,4 @@ export class DeploymentProviderClient {
   }
 }
 
-/**
- * The attempt's own timeout (a TimeoutError), combined with the caller's signal when there is one.
- * The timer is held until it fires or the caller aborts, whatever the garbage collector does; the
- * caller disposes it once the body is read, which clears the timer and its listener on the caller's
- * signal (a worker's lease signal outlives many attempts).
- */
-function attemptSignal(options: { timeoutMs: number; signal?: AbortSignal }): TimeoutSignal {
-  return timeoutSignal(Math.max(1, Math.ceil(options.timeoutMs)), { signal: options.signal });
-}
-
-/** Why a request failed: the caller's abort, this call's timeout, or the network. */
-function failureReason(error: unknown, options: { signal?: AbortSignal }): string {
-  if (options.signal?.aborted === true) return 'aborted';
-  return networkReason(error);
-}
-
-/** A short, body-free name for why a request got no answer: timeout, connection_refused, … */
-export function networkReason(error: unknown): string {
-  const name = (error as { name?: unknown } | null)?.name;
-  if (name === 'TimeoutError') return 'timeout';
-  if (name === 'AbortError') return 'aborted';
-  const code = causeCode(error);
-  if (code === 'ECONNREFUSED') return 'connection_refused';
-  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE') return 'connection_closed';
-  return code === undefined ? 'network_error' : `network_error:${code}`;
-}
-
-function causeCode(error: unknown): string | undefined {
-  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 5; depth += 1) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
-function parseObject(text: string): JsonObject | undefined {
-  try {
-    const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value)
-      ? (value as JsonObject)
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * `Retry-After` as milliseconds from `now`: delta-seconds or an HTTP-date (RFC 9110 §10.2.3). A
- * date in the past is 0; anything unreadable is undefined (the caller falls back to its backoff).
- */
-export function parseRetryAfter(value: string | null, now: number): number | undefined {
-  if (value === null) return undefined;
-  const trimmed = value.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
-  if (!/[a-z]/i.test(trimmed)) return undefined;
-  const at = Date.parse(trimmed);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}
+export { networkReason, parseRetryAfter } from './http-exchange.js';

@@ -33,3 +33,9 @@ export type {
 } from '../core/operation-record.js';
 export type { OperationState } from '../core/operation-state.js';
 export type { OperationIdentity } from '../core/operation-identity.js';
+export {
+  idempotencyKeyHandler,
+  type HttpSuccess,
+  type IdempotencyKeyHandlerOptions,
+} from './idempotency-key-handler.js';
+export { clientReferenceHandler, type ClientReferenceHandlerOptions } from './client-reference-handler.js';
