@@ -10,11 +10,14 @@ import type {
   UnknownOutcomeContext,
 } from './durable-handler.js';
 import { exchangeHttp, parseJsonObject } from './http-exchange.js';
-import { dispatchJsonPost, readSuccess, type HttpSuccess } from './idempotency-key-handler.js';
+import {
+  dispatchJsonPost,
+  readSuccess,
+  type HttpHandlerOptions,
+  type HttpSuccess,
+} from './idempotency-key-handler.js';
 
-export interface ClientReferenceHandlerOptions {
-  /** The endpoint each attempt POSTs to, e.g. `https://api.example.com/orders`. */
-  readonly url: string;
+export interface ClientReferenceHandlerOptions extends HttpHandlerOptions {
   /**
    * The JSON request body, from the operation's arguments; the handler adds the provider key
    * under `referenceField`. Pure; a throw fails the operation `invalid_argument`, nothing sent.
@@ -34,21 +37,11 @@ export interface ClientReferenceHandlerOptions {
    * objects: unreadable (the lookup settles nothing). An empty array proves there is none.
    */
   readonly matches: (response: JsonObject) => unknown;
-  /** See `DurableHandler.successFields`. Pure. */
-  readonly successFields?: (args: JsonObject, resourceId: string) => JsonObject;
-  /** Extra request headers (e.g. `authorization`); never logged. */
-  readonly headers?: Readonly<Record<string, string>>;
   /**
    * How long after the worker abandoned a request the provider may still apply it, ms
    * (`DurableHandler.landingMs`). Default: the attempt timeout.
    */
   readonly landingMs?: number;
-  /** This tool's own retry budget and attempts; default the worker's policy. */
-  readonly policy?: RetryPolicy;
-  /** Names the provider in `outcome_unknown` sentences; default the URL's host. */
-  readonly providerName?: string;
-  /** Wall time, to read a `Retry-After` HTTP-date. Default: the system clock. */
-  readonly clock?: Clock;
 }
 
 /**

@@ -19,9 +19,27 @@ export interface HttpSuccess {
   readonly fields: JsonObject;
 }
 
-export interface IdempotencyKeyHandlerOptions {
+/** What both ready HTTP handlers take (`idempotencyKeyHandler`, `clientReferenceHandler`). */
+export interface HttpHandlerOptions {
   /** The endpoint each attempt POSTs to, e.g. `https://api.example.com/payments`. */
   readonly url: string;
+  /**
+   * The business fields of a success known only by its resource id (an operator resolves the
+   * operation), so that it has the shape of an automatic one. Absent: status, operation_id and
+   * resource_id only. Pure.
+   */
+  readonly successFields?: (args: JsonObject, resourceId: string) => JsonObject;
+  /** Extra request headers (e.g. `authorization`); never logged. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** This tool's own retry budget and attempts; default the worker's policy. */
+  readonly policy?: RetryPolicy;
+  /** Names the provider in `outcome_unknown` sentences; default the URL's host. */
+  readonly providerName?: string;
+  /** Wall time, to read a `Retry-After` HTTP-date. Default: the system clock. */
+  readonly clock?: Clock;
+}
+
+export interface IdempotencyKeyHandlerOptions extends HttpHandlerOptions {
   /**
    * The JSON request body, from the operation's arguments (the tool's validated input). Pure. A
    * throw means arguments the provider cannot be sent: the operation fails `invalid_argument`,
@@ -35,25 +53,11 @@ export interface IdempotencyKeyHandlerOptions {
    */
   readonly result: (response: JsonObject, args: JsonObject) => HttpSuccess | undefined;
   /**
-   * The business fields of a success known only by its resource id (an operator resolves the
-   * operation), so that it has the shape of an automatic one. Absent: status, operation_id and
-   * resource_id only. Pure.
-   */
-  readonly successFields?: (args: JsonObject, resourceId: string) => JsonObject;
-  /** Extra request headers (e.g. `authorization`); never logged. `Idempotency-Key` is set by the handler. */
-  readonly headers?: Readonly<Record<string, string>>;
-  /**
    * How long the provider keeps an idempotency key, ms (Stripe: 24 h). The worker makes no resend
    * that could reach the provider after it may have forgotten the key; such an operation ends
    * `outcome_unknown`. Absent: the provider keeps keys longer than any operation lasts.
    */
   readonly providerKeyRetentionMs?: number;
-  /** This tool's own retry budget and attempts; default the worker's policy. */
-  readonly policy?: RetryPolicy;
-  /** Names the provider in `outcome_unknown` sentences; default the URL's host. */
-  readonly providerName?: string;
-  /** Wall time, to read a `Retry-After` HTTP-date. Default: the system clock. */
-  readonly clock?: Clock;
 }
 
 /**

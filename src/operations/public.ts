@@ -35,6 +35,7 @@ export type { OperationState } from '../core/operation-state.js';
 export type { OperationIdentity } from '../core/operation-identity.js';
 export {
   idempotencyKeyHandler,
+  type HttpHandlerOptions,
   type HttpSuccess,
   type IdempotencyKeyHandlerOptions,
 } from './idempotency-key-handler.js';
