@@ -33,7 +33,7 @@ export interface TimeoutSignal extends Disposable {
  * signal aborts (reason: the parent's), whichever comes first. `ms` of Infinity means no timeout.
  *
  * The promise is that the timeout fires on time whatever the garbage collector does. On Node 20
- * `AbortSignal.any([AbortSignal.timeout(ms), other])` does not: the composite holds its sources
+ * a composite of `AbortSignal.timeout(ms)` and another signal (`AbortSignal.any`) does not: the composite holds its sources
  * weakly, so once nothing else references the timeout signal it is collected, its timer cleared,
  * and the composite never aborts (a 1 s attempt timeout lasted 12 s under load). Here the timer's
  * callback and the parents' listeners hold this object, and it holds its controller, so all of it
