@@ -94,8 +94,11 @@ export function cancelChange(current: OperationRecord, now: number): RecordChang
 
 /** An operator's resolution or correction of an operation, as `Store.resolve` receives it. */
 export interface OperatorResolution {
+  /** The state the operator established. */
   readonly to: 'succeeded' | 'failed';
+  /** Who settles it (a name or an email): kept in the record's audit. */
   readonly by: string;
+  /** When, epoch ms (the clock's `now()`). */
   readonly now: number;
   /** Required for `succeeded`: the resource the operator found at the external system. */
   readonly resourceId?: string;
@@ -106,6 +109,7 @@ export interface OperatorResolution {
   readonly fields?: JsonObject;
   /** Required for a correction; for `failed` it becomes part of the stored error. */
   readonly reason?: string;
+  /** Epoch ms until which the settled record replays (usually `now` + the tool's retention). */
   readonly expiresAt: number;
   /**
    * Correct a final `failed` or `cancelled` operation to `succeeded` (the effect was found to

@@ -15,6 +15,9 @@ export {
   type RecoveryMode,
   type UnknownOutcomeContext,
 } from './durable-handler.js';
+export { resolveOperation, givenFieldsProblem, type SuccessFieldsByOperation } from './operation-resolver.js';
+export type { Resolution } from './ledger-commands.js';
+export type { OperatorResolution } from '../core/operation-changes.js';
 export {
   startWorker,
   startOutboxDispatcher,

@@ -4,11 +4,15 @@ import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../helpers/mcp-fixtures.js';
 
 /**
- * The README's TypeScript examples are files under examples/ (compiled and run by
- * examples.test.ts). Each ```ts block must follow a `<!-- examples/NAME.ts -->` marker and equal
- * that file exactly, so that an example can no longer drift from the code that runs.
+ * The TypeScript examples of the README and of the guides in docs/ are files under examples/
+ * (compiled and run by examples.test.ts and its neighbours). Each ```ts block must follow a
+ * `<!-- examples/NAME.ts -->` marker and equal that file exactly, so that an example can no
+ * longer drift from the code that runs.
  */
 const README = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+const GUIDES = readdirSync(join(REPO_ROOT, 'docs'))
+  .filter((f) => f.endsWith('.md'))
+  .map((f) => `docs/${f}`);
 const EXAMPLES = readdirSync(join(REPO_ROOT, 'examples')).filter((f) => f.endsWith('.ts'));
 
 interface Block {
@@ -23,7 +27,7 @@ function typeScriptBlocks(markdown: string): Block[] {
   for (let i = 0; i < lines.length; i += 1) {
     if (!/^```(ts|typescript)\s*$/.test(lines[i] ?? '')) continue;
     const end = lines.indexOf('```', i + 1);
-    if (end < 0) throw new Error(`unclosed code block at README line ${i + 1}`);
+    if (end < 0) throw new Error(`unclosed code block at line ${i + 1}`);
     let before = i - 1;
     while (before >= 0 && (lines[before] ?? '').trim() === '') before -= 1;
     const marker = /^<!-- (examples\/[\w.-]+\.ts) -->$/.exec(lines[before] ?? '')?.[1];
@@ -50,5 +54,24 @@ describe('README examples', () => {
 
   it('shows or links every file in examples/', () => {
     for (const file of EXAMPLES) expect(README).toContain(`examples/${file}`);
+  });
+});
+
+describe('the guides in docs/', () => {
+  it.each(GUIDES)('%s: every TypeScript block is an examples/ file, verbatim', (guide) => {
+    for (const block of typeScriptBlocks(readFileSync(join(REPO_ROOT, guide), 'utf8'))) {
+      expect(
+        block.marker,
+        `${guide} line ${block.line}: a <!-- examples/NAME.ts --> line before`,
+      ).toBeDefined();
+      expect(block.code, `${guide} line ${block.line}`).toBe(
+        readFileSync(join(REPO_ROOT, block.marker as string), 'utf8'),
+      );
+    }
+  });
+
+  it('external-effects.md shows examples/durable-payment.ts', () => {
+    const guide = readFileSync(join(REPO_ROOT, 'docs', 'external-effects.md'), 'utf8');
+    expect(typeScriptBlocks(guide).map((b) => b.marker)).toContain('examples/durable-payment.ts');
   });
 });
