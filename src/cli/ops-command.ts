@@ -11,7 +11,7 @@ import { isIdemError } from '../core/errors.js';
 import { OPERATION_STATES } from '../core/operation-state.js';
 import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
 import type { OperatorChange } from '../core/operation-record.js';
-import { deploymentFields } from '../operations/deployment-handler.js';
+import { deploymentFields } from '../server/deployment-handler.js';
 import {
   givenFieldsProblem,
   resolveOperation,
@@ -51,7 +51,8 @@ const SUBCOMMANDS: readonly string[] = ['list', 'show', 'resolve', 'dead-letters
 
 /**
  * The reference server's durable operations: how a success that an operator establishes gets the
- * fields of one the worker records (the library's handlers know them; see resolveOperation).
+ * fields of one the worker records (its handler, src/server/deployment-handler.ts, knows them; see
+ * resolveOperation).
  */
 const REFERENCE_OPERATIONS: SuccessFieldsByOperation = {
   start_deployment: { successFields: deploymentFields },

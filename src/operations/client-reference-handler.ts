@@ -11,11 +11,14 @@ import type {
 } from './durable-handler.js';
 import { exchangeHttp, parseJsonObject } from './http-exchange.js';
 import {
+  describeEffect,
   dispatchJsonPost,
   readSuccess,
+  RESOLVE_ADVICE,
+  windowText,
   type HttpHandlerOptions,
   type HttpSuccess,
-} from './idempotency-key-handler.js';
+} from './http-handler-options.js';
 
 export interface ClientReferenceHandlerOptions extends HttpHandlerOptions {
   /**
@@ -51,8 +54,9 @@ export interface ClientReferenceHandlerOptions extends HttpHandlerOptions {
  * classifies; an attempt that may have been applied is settled by `GET searchUrl(reference)`:
  * a match (one whose `referenceField`, when present, is this reference) is `created`, an empty
  * list proves `absent` (the worker then sends again), anything else is `ambiguous` (looked up
- * again later, then `outcome_unknown`). The promise rests on the provider's: a search finds
- * every request it applied with that reference.
+ * again later, then `outcome_unknown`, whose sentence says to search `providerName` for
+ * `describe(args)` with that reference in the attempts' window, then resolve). The promise rests
+ * on the provider's: a search finds every request it applied with that reference.
  */
 export function clientReferenceHandler(options: ClientReferenceHandlerOptions): DurableHandler {
   return new ClientReferenceHandler(options);
@@ -124,12 +128,11 @@ class ClientReferenceHandler implements DurableHandler {
     return this.#options.successFields?.(operation.args ?? {}, resourceId) ?? {};
   }
 
-  nextAction(_operation: OperationRecord, context: UnknownOutcomeContext): string {
+  nextAction(operation: OperationRecord, context: UnknownOutcomeContext): string {
+    const what = describeEffect(this.#options.describe, operation.args ?? {});
     return (
-      `Search ${this.#providerName} for ${this.#field} ${context.providerKey}, created between ` +
-      `${new Date(context.from).toISOString()} and ${new Date(context.to).toISOString()}; then have an operator ` +
-      `resolve this operation as succeeded (with the resource id) or failed. Do not retry with a new ` +
-      `idempotency_key before that: it could apply the effect twice.`
+      `Search ${this.#providerName} for ${what} with ${this.#field} ${context.providerKey}, created ` +
+      `${windowText(context)}; ${RESOLVE_ADVICE}`
     );
   }
 }

@@ -111,8 +111,9 @@ export interface UnknownOutcomeContext {
  * (`handlers`, by the tool's name). The worker owns retries, budgets, leases, state and the stored
  * result; a handler makes at most one external call per method call and classifies its answer.
  * Contract (MUST / MAY):
- * - every method MUST send `context.providerKey` (never a key of its own) to the external system,
- *   MUST give up promptly once `context.signal` aborts and SHOULD keep to `context.timeoutMs`;
+ * - a method that sends a key (modes `key` and `reference`) MUST send `context.providerKey` (never a
+ *   key of its own) to the external system; every method MUST give up promptly once
+ *   `context.signal` aborts and SHOULD keep to `context.timeoutMs`;
  * - a method MUST NOT retry, sleep for backoff or write to the store: the worker does;
  * - a method SHOULD classify rather than throw. A throw from `dispatch` counts as `ambiguous` (the
  *   call may have reached the system; `op.handler_error` logs its message); a throw from
@@ -172,7 +173,8 @@ export interface DurableHandler {
   reconcile(operation: OperationRecord, context: HandlerCallContext): Promise<ReconcileOutcome>;
   /**
    * MUST: one sentence for `outcome_unknown`: what to check at the external system to settle it
-   * (the key and the window in `context`). Pure, no I/O; no secrets or argument values beyond ids.
+   * (the key and the window in `context`). Pure, no I/O. It is stored and shown to the caller and
+   * operators: no secrets, and of the arguments only what identifies the effect (e.g. a service name).
    */
   nextAction(operation: OperationRecord, context: UnknownOutcomeContext): string;
   /**

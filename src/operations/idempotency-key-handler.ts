@@ -9,35 +9,14 @@ import type {
   ReconcileOutcome,
   UnknownOutcomeContext,
 } from './durable-handler.js';
-import { classifyWrite, exchangeHttp } from './http-exchange.js';
-
-/** What a success at the provider is, read from its 2xx answer: the resource and business fields. */
-export interface HttpSuccess {
-  /** The provider's id of what the request made (e.g. `pay_123`); becomes `resource_id`. */
-  readonly resourceId: string;
-  /** Business fields of the stored result, beside `status`, `operation_id`, `resource_id`. */
-  readonly fields: JsonObject;
-}
-
-/** What both ready HTTP handlers take (`idempotencyKeyHandler`, `clientReferenceHandler`). */
-export interface HttpHandlerOptions {
-  /** The endpoint each attempt POSTs to, e.g. `https://api.example.com/payments`. */
-  readonly url: string;
-  /**
-   * The business fields of a success known only by its resource id (an operator resolves the
-   * operation), so that it has the shape of an automatic one. Absent: status, operation_id and
-   * resource_id only. Pure.
-   */
-  readonly successFields?: (args: JsonObject, resourceId: string) => JsonObject;
-  /** Extra request headers (e.g. `authorization`); never logged. */
-  readonly headers?: Readonly<Record<string, string>>;
-  /** This tool's own retry budget and attempts; default the worker's policy. */
-  readonly policy?: RetryPolicy;
-  /** Names the provider in `outcome_unknown` sentences; default the URL's host. */
-  readonly providerName?: string;
-  /** Wall time, to read a `Retry-After` HTTP-date. Default: the system clock. */
-  readonly clock?: Clock;
-}
+import {
+  describeEffect,
+  dispatchJsonPost,
+  RESOLVE_ADVICE,
+  windowText,
+  type HttpHandlerOptions,
+  type HttpSuccess,
+} from './http-handler-options.js';
 
 export interface IdempotencyKeyHandlerOptions extends HttpHandlerOptions {
   /**
@@ -69,8 +48,10 @@ export interface IdempotencyKeyHandlerOptions extends HttpHandlerOptions {
  * true`); 401/403: `rejected` `forbidden`, other 4xx but 408/409/429: `rejected` `invalid_argument`
  * (never retried); 429/503: `throttled`, honouring `Retry-After`; a refused connection: `throttled`
  * and unsent; a timeout, a reset, 408, 409, other 5xx, an unreadable 2xx: `ambiguous` (the worker
- * resends with the same key, within `providerKeyRetentionMs`). The promise rests on the provider's:
- * one effect per key. Nothing it logs carries the key's arguments, bodies or headers.
+ * resends with the same key, within `providerKeyRetentionMs`). An `outcome_unknown` sentence says
+ * to check `providerName` for `describe(args)` with that key in the attempts' window, then resolve.
+ * The promise rests on the provider's: one effect per key. Nothing it logs carries the key's
+ * arguments, bodies or headers.
  */
 export function idempotencyKeyHandler(options: IdempotencyKeyHandlerOptions): DurableHandler {
   return new IdempotencyKeyHandler(options);
@@ -114,85 +95,16 @@ class IdempotencyKeyHandler implements DurableHandler {
     return this.#options.successFields?.(operation.args ?? {}, resourceId) ?? {};
   }
 
-  nextAction(_operation: OperationRecord, context: UnknownOutcomeContext): string {
+  nextAction(operation: OperationRecord, context: UnknownOutcomeContext): string {
     const why =
       context.keyRetentionPassedMs === undefined
         ? ''
         : `No resend was made: ${this.#providerName} keeps an Idempotency-Key for ` +
           `${context.keyRetentionPassedMs} ms and may have forgotten this one, so a resend could apply it again. `;
+    const what = describeEffect(this.#options.describe, operation.args ?? {});
     return (
-      `${why}Check ${this.#providerName} for a request with Idempotency-Key ${context.providerKey} made between ` +
-      `${new Date(context.from).toISOString()} and ${new Date(context.to).toISOString()}; then have an operator ` +
-      `resolve this operation as succeeded (with the resource id) or failed. Do not retry with a new ` +
-      `idempotency_key before that: it could apply the effect twice.`
+      `${why}Check ${this.#providerName} for ${what} with Idempotency-Key ${context.providerKey} made ` +
+      `${windowText(context)}; ${RESOLVE_ADVICE}`
     );
   }
-}
-
-/**
- * One JSON `POST` of an effect, classified as `DispatchOutcome` (shared by the ready handlers):
- * arguments `body` cannot serialise are `rejected` unsent; a 2xx is `created` only when `result`
- * reads a non-empty resource id from it (else `ambiguous`); 401/403 are `forbidden`, other
- * refusals `invalid_argument`; the rest as `classifyWrite` says.
- */
-export async function dispatchJsonPost(request: {
-  readonly url: string;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body: (args: JsonObject) => JsonObject;
-  readonly result: (response: JsonObject, args: JsonObject) => HttpSuccess | undefined;
-  readonly args: JsonObject;
-  readonly context: HandlerCallContext;
-  readonly now: () => number;
-}): Promise<DispatchOutcome> {
-  const { args, context } = request;
-  let body: string;
-  try {
-    body = JSON.stringify(request.body(args));
-  } catch {
-    return { kind: 'rejected', code: 'invalid_argument', status: 0, reason: 'invalid_args' };
-  }
-  const exchange = await exchangeHttp(
-    {
-      method: 'POST',
-      url: request.url,
-      headers: { ...request.headers, 'content-type': 'application/json' },
-      body,
-    },
-    { timeoutMs: context.timeoutMs, signal: context.signal },
-  );
-  const outcome = classifyWrite(exchange, request.now());
-  switch (outcome.kind) {
-    case 'applied': {
-      const success = readSuccess(request.result, outcome.body, args);
-      return success === undefined
-        ? { kind: 'ambiguous', reason: `unreadable ${outcome.status} body` }
-        : { kind: 'created', ...success, replayed: outcome.replayed };
-    }
-    case 'rejected':
-      return {
-        kind: 'rejected',
-        code: outcome.status === 401 || outcome.status === 403 ? 'forbidden' : 'invalid_argument',
-        status: outcome.status,
-        reason: outcome.reason,
-      };
-    default:
-      return outcome;
-  }
-}
-
-/** `result(response, args)` when it names a non-empty resource id; undefined otherwise or on a throw. */
-export function readSuccess(
-  result: (response: JsonObject, args: JsonObject) => HttpSuccess | undefined,
-  response: JsonObject,
-  args: JsonObject,
-): HttpSuccess | undefined {
-  let success: HttpSuccess | undefined;
-  try {
-    success = result(response, args);
-  } catch {
-    return undefined;
-  }
-  if (success === undefined || typeof success.resourceId !== 'string' || success.resourceId === '')
-    return undefined;
-  return { resourceId: success.resourceId, fields: success.fields };
 }

@@ -8,23 +8,8 @@ export {
   type RecoveryMode,
   type UnknownOutcomeContext,
 } from './durable-handler.js';
-export {
-  DeploymentHandler,
-  deploymentArgs,
-  deploymentFields,
-  type DeploymentHandlerOptions,
-} from './deployment-handler.js';
 export { resolveOperation, type SuccessFieldsByOperation } from './operation-resolver.js';
-export {
-  DeploymentProviderClient,
-  parseRetryAfter,
-  type CreateOptions,
-  type CreateOutcome,
-  type DeploymentProviderClientOptions,
-  type DeploymentRequest,
-  type FindOptions,
-  type FindOutcome,
-} from './provider-client.js';
+export { parseRetryAfter } from './http-exchange.js';
 export { Worker, type WorkerOptions } from './worker.js';
 export { OperationProcessor, type OperationProcessorOptions } from './operation-processor.js';
 export { OperationWriter, type Next, type OperationWriterOptions } from './operation-writer.js';

@@ -2,8 +2,9 @@
  * `idem/operations`: everything needed to run your own durable tools (`registerDurableTool`):
  * the handler contract a tool's external effect implements (`DurableHandler`), the worker that
  * carries accepted operations to a final state (`startWorker`), the dispatcher that sends the
- * messages effects enqueue (`startOutboxDispatcher`), and the retry policy they follow. The
- * worker's internals (processor, writer, lease keeper, polling loop) are not part of it.
+ * messages effects enqueue (`startOutboxDispatcher`), the retry policy they follow, and ready
+ * handlers for HTTP APIs (`idempotencyKeyHandler`, `clientReferenceHandler`, `unkeyedHandler`).
+ * The worker's internals (processor, writer, lease keeper, polling loop) are not part of it.
  */
 export {
   providerKeyFor,
@@ -36,10 +37,7 @@ export type {
 } from '../core/operation-record.js';
 export type { OperationState } from '../core/operation-state.js';
 export type { OperationIdentity } from '../core/operation-identity.js';
-export {
-  idempotencyKeyHandler,
-  type HttpHandlerOptions,
-  type HttpSuccess,
-  type IdempotencyKeyHandlerOptions,
-} from './idempotency-key-handler.js';
+export type { HttpHandlerOptions, HttpSuccess } from './http-handler-options.js';
+export { idempotencyKeyHandler, type IdempotencyKeyHandlerOptions } from './idempotency-key-handler.js';
 export { clientReferenceHandler, type ClientReferenceHandlerOptions } from './client-reference-handler.js';
+export { unkeyedHandler, type UnkeyedHandlerOptions } from './unkeyed-handler.js';

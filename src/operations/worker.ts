@@ -47,7 +47,7 @@ const MAX_STEPS = 8;
  * - every state write is guarded by the lease and a `from` list; a refused write is never retried
  *   blindly: the record is re-read and the rules decide again, or the worker lets go;
  * - the provider key is `idem-<operation id>` on every attempt, in every process;
- * - one retry layer: the provider client never retries; backoff is a persisted `nextAttemptAt`,
+ * - one retry layer: a handler never retries (its contract); backoff is a persisted `nextAttemptAt`,
  *   so a waiting operation holds no lease and survives a restart.
  * `runOnce` rethrows what the store or a fault point throws, leaving the lease to expire exactly
  * as a crash at that point would; the `start` loop logs such errors (`worker.error`) and goes on.

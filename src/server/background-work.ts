@@ -1,10 +1,9 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
-import { DeploymentHandler } from '../operations/deployment-handler.js';
 import type { RecoveryMode } from '../operations/durable-handler.js';
 import { OutboxDispatcher } from '../operations/outbox-dispatcher.js';
-import { DeploymentProviderClient } from '../operations/provider-client.js';
+import { deploymentHandler } from './deployment-handler.js';
 import { Worker } from '../operations/worker.js';
 import type { FaultPoints } from '../core/fault-points.js';
 import type { IdemStore } from '../ports/idem-store.js';
@@ -41,10 +40,6 @@ export interface BackgroundWorkOptions {
  * their lease expires. Returns a function that stops both (letting the operation in hand finish).
  */
 export function startBackgroundWork(options: BackgroundWorkOptions): () => Promise<void> {
-  const client = new DeploymentProviderClient({
-    baseUrl: options.providerUrl.replace(/\/+$/, ''),
-    clock: options.clock,
-  });
   const common = {
     store: options.store,
     ...(options.faults === undefined ? {} : { faults: options.faults }),
@@ -54,9 +49,10 @@ export function startBackgroundWork(options: BackgroundWorkOptions): () => Promi
     ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
   };
   const handlers: Record<string, DurableHandler> = {
-    start_deployment: new DeploymentHandler({
-      client,
+    start_deployment: deploymentHandler({
+      baseUrl: options.providerUrl,
       mode: options.providerMode,
+      clock: options.clock,
       ...(options.providerKeyRetentionMs === undefined
         ? {}
         : { providerKeyRetentionMs: options.providerKeyRetentionMs }),

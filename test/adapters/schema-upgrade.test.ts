@@ -7,7 +7,7 @@ import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
 import { migrateSqlite, SQLITE_SCHEMA_VERSION } from '../../src/adapters/sqlite/sqlite-schema.js';
 import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
 import { fingerprint } from '../../src/core/fingerprint.js';
-import { deploymentFields } from '../../src/operations/deployment-handler.js';
+import { deploymentFields } from '../../src/server/deployment-handler.js';
 import { resolveOperation } from '../../src/operations/operation-resolver.js';
 import type { IdemStore } from '../../src/ports/idem-store.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';

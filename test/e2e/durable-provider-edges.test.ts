@@ -114,7 +114,7 @@ describe('a provider that keeps idempotency keys for 1 s', () => {
     expect(final.status).toBe('outcome_unknown');
     expect(final.error?.message).toMatch(/the provider may have forgotten the key/);
     expect(final.next_action).toMatch(
-      /^No resend was made: the provider keeps an Idempotency-Key for 1000 ms and may have forgotten this one/,
+      /^No resend was made: the deployment provider keeps an Idempotency-Key for 1000 ms and may have forgotten this one/,
     );
     expect(final.next_action).toMatch(/Check the deployment provider for a deployment of service "web"/);
     // A resend after the Retry-After would have created a second deployment by now.

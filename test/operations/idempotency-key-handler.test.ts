@@ -423,6 +423,57 @@ describe('idempotencyKeyHandler classification (one dispatch, no worker)', () =>
     expect(await handler.reconcile(operation, context())).toMatchObject(expected);
   });
 
+  it('nextAction names the provider, describe(args), the key as sent and the window; "a request" by default', () => {
+    const window = { providerKey: 'idem-op-1', from: Date.UTC(2026, 0, 1), to: Date.UTC(2026, 0, 1, 0, 5) };
+    const between = 'between 2026-01-01T00:00:00.000Z and 2026-01-01T00:05:00.000Z';
+    const advice =
+      'then have an operator resolve this operation as succeeded (with the resource id) or failed. Do not ' +
+      'retry with a new idempotency_key before that: it could apply the effect twice.';
+    const payments = {
+      url: 'https://api.example.com/payments',
+      body: (args: JsonObject) => args,
+      result: () => undefined,
+      describe: (a: JsonObject) => `a payment of ${String(a.amount_cents)} ${String(a.currency)}`,
+    };
+    const euros = { args: { amount_cents: 5, currency: 'EUR' } } as unknown as OperationRecord;
+    expect(idempotencyKeyHandler({ ...payments, providerName: 'Stripe' }).nextAction(euros, window)).toBe(
+      `Check Stripe for a payment of 5 EUR with Idempotency-Key idem-op-1 made ${between}; ${advice}`,
+    );
+    expect(
+      idempotencyKeyHandler({ ...payments, describe: undefined }).nextAction(euros, {
+        ...window,
+        keyRetentionPassedMs: 86_400_000,
+      }),
+    ).toBe(
+      'No resend was made: api.example.com keeps an Idempotency-Key for 86400000 ms and may have forgotten ' +
+        'this one, so a resend could apply it again. Check api.example.com for a request with ' +
+        `Idempotency-Key idem-op-1 made ${between}; ${advice}`,
+    );
+    const referenced = clientReferenceHandler({
+      ...payments,
+      searchUrl: (reference) => `https://api.example.com/payments?client_reference=${reference}`,
+      matches: (response) => response.data,
+    });
+    expect(referenced.nextAction(euros, window)).toBe(
+      `Search api.example.com for a payment of 5 EUR with client_reference idem-op-1, created ${between}; ${advice}`,
+    );
+    // A describe that throws or answers no string falls back to "a request".
+    const throwing = idempotencyKeyHandler({
+      ...payments,
+      describe: () => {
+        throw new Error('no currency');
+      },
+    });
+    expect(throwing.nextAction(euros, window)).toMatch(/^Check api\.example\.com for a request with/);
+    const numeric = clientReferenceHandler({
+      ...payments,
+      describe: () => 7 as unknown as string,
+      searchUrl: (reference) => reference,
+      matches: () => [],
+    });
+    expect(numeric.nextAction(euros, window)).toMatch(/^Search api\.example\.com for a request with/);
+  });
+
   it('the operator-settled success has the shape given by successFields', async () => {
     const handler = idempotencyKeyHandler({
       url: 'http://127.0.0.1:9/payments',

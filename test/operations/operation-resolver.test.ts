@@ -44,7 +44,7 @@ describe('resolveOperation: an operator-established success has the shape of an 
     });
     expect(Object.keys(resolved?.result ?? {})).toEqual(Object.keys(automatic.result ?? {}));
     // The handler's hook gives the fields its own dispatch recorded.
-    expect(h.handler.successFields(automatic, automatic.resourceId ?? '')).toEqual({
+    expect(h.handler.successFields?.(automatic, automatic.resourceId ?? '')).toEqual({
       deployment_id: automatic.resourceId,
       service: 'billing',
       version: '1.4.2',

@@ -16,12 +16,12 @@ import type { OperationRecord } from '../../src/core/operation-record.js';
 import type { RetryPolicy } from '../../src/core/retry-policy.js';
 import type { IdemStore } from '../../src/ports/idem-store.js';
 import {
-  DeploymentHandler,
-  DeploymentProviderClient,
   Worker,
+  type DurableHandler,
   type RecoveryMode,
   type WorkerOptions,
 } from '../../src/operations/index.js';
+import { deploymentHandler } from '../../src/server/deployment-handler.js';
 import { startProvider, type RunningProvider } from '../../src/provider/index.js';
 import { openPostgresTestStore } from '../helpers/postgres-fixtures.js';
 import { commitOnce } from '../../src/executor/commit-once.js';
@@ -132,7 +132,7 @@ export interface Harness {
   readonly clock: Clock;
   readonly store: IdemStore<unknown>;
   readonly provider: RunningProvider;
-  readonly handler: DeploymentHandler;
+  readonly handler: DurableHandler;
   readonly logger: ReturnType<typeof memoryLogger>;
   worker(options?: Partial<WorkerOptions>): Worker;
   accept(args?: JsonObject, options?: AcceptOptions): Promise<OperationRecord>;
@@ -162,10 +162,7 @@ export async function harness(
   const dbPath = join(dir, 'idem.sqlite');
   const store = await openEngineStore(engine, dbPath, clock);
   const provider = await openProvider(mode, dir);
-  const handler = new DeploymentHandler({
-    client: new DeploymentProviderClient({ baseUrl: provider.url }),
-    mode,
-  });
+  const handler = deploymentHandler({ baseUrl: provider.url, mode });
   const logger = memoryLogger();
   return {
     dir,

@@ -2,8 +2,6 @@ import { describe, expect, it } from 'vitest';
 import type { OperationRecord } from '../../src/core/operation-record.js';
 import { DEFAULT_RETRY_POLICY } from '../../src/core/retry-policy.js';
 import {
-  DeploymentHandler,
-  DeploymentProviderClient,
   LeaseKeeper,
   operationBudget,
   providerKeyFor,
@@ -12,7 +10,7 @@ import {
 } from '../../src/operations/index.js';
 import { describe as describeOutcome } from '../../src/operations/operation-processor.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
-import { memoryLogger, refusedUrl } from './operations-fixtures.js';
+import { memoryLogger } from './operations-fixtures.js';
 
 const record = (overrides: Partial<OperationRecord> = {}): OperationRecord => ({
   operationId: 'op_1',
@@ -76,54 +74,9 @@ describe('stopMessage and successResult', () => {
   });
 });
 
-describe('DeploymentHandler', () => {
-  const handler = async (mode: 'key' | 'reference' | 'none') =>
-    new DeploymentHandler({ client: new DeploymentProviderClient({ baseUrl: await refusedUrl() }), mode });
-  const context = {
-    providerKey: providerKeyFor('op_1'),
-    timeoutMs: 100,
-    signal: new AbortController().signal,
-  };
-
+describe('providerKeyFor', () => {
   it('the provider key is derived from the operation id', () => {
     expect(providerKeyFor('op_abc')).toBe('idem-op_abc');
-  });
-
-  it('malformed args are rejected before anything is sent', async () => {
-    const h = await handler('key');
-    expect(await h.dispatch(record({ args: { service: 'billing' } }), context)).toEqual({
-      kind: 'rejected',
-      code: 'invalid_argument',
-      status: 0,
-      reason: 'invalid_args',
-    });
-  });
-
-  it('only mode reference reconciles', async () => {
-    expect(await (await handler('key')).reconcile(record(), context)).toEqual({ kind: 'unsupported' });
-    expect(await (await handler('none')).reconcile(record(), context)).toEqual({ kind: 'unsupported' });
-    expect(await (await handler('reference')).reconcile(record(), context)).toEqual({
-      kind: 'ambiguous',
-      reason: 'lookup connection_refused',
-    });
-  });
-
-  it('nextAction names service, version, the key as sent, and the time window', async () => {
-    const window = { providerKey: 'idem-op_1', from: Date.UTC(2026, 0, 1), to: Date.UTC(2026, 0, 1, 0, 5) };
-    const keyed = (await handler('key')).nextAction(record(), window);
-    expect(keyed).toContain('service "billing" at version "1.0" with Idempotency-Key idem-op_1');
-    expect(keyed).toContain('between 2026-01-01T00:00:00.000Z and 2026-01-01T00:05:00.000Z');
-    expect((await handler('none')).nextAction(record(), window)).toContain(
-      'provider key idem-op_1 was not sent',
-    );
-    expect((await handler('reference')).nextAction(record(), window)).toContain('client_reference idem-op_1');
-    // Stopped because the provider may have forgotten the key: the sentence starts with why.
-    const forgotten = (await handler('key')).nextAction(record(), { ...window, keyRetentionPassedMs: 1_000 });
-    expect(forgotten).toMatch(
-      /^No resend was made: the provider keeps an Idempotency-Key for 1000 ms and may have forgotten this one/,
-    );
-    expect(forgotten).toContain('with Idempotency-Key idem-op_1');
-    expect(keyed).not.toContain('No resend was made');
   });
 });
 

@@ -3,14 +3,13 @@ import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
 import type { OperationRecord } from '../../src/core/operation-record.js';
 import {
-  DeploymentHandler,
-  DeploymentProviderClient,
   Worker,
   type DispatchOutcome,
   type DurableHandler,
   type HandlerCallContext,
   type UnknownOutcomeContext,
 } from '../../src/operations/index.js';
+import { deploymentHandler } from '../../src/server/deployment-handler.js';
 import { startProvider } from '../../src/provider/index.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import { postgresAvailable } from '../helpers/postgres-fixtures.js';
@@ -47,8 +46,8 @@ describe.each(engines)('Worker: a provider that keeps keys for 1 s (%s)', (engin
       dbPath: join(dir, 'provider.sqlite'),
       keyRetentionMs: 1_000,
     });
-    const handler = new DeploymentHandler({
-      client: new DeploymentProviderClient({ baseUrl: provider.url }),
+    const handler = deploymentHandler({
+      baseUrl: provider.url,
       mode: 'key',
       providerKeyRetentionMs: 1_000,
     });
@@ -79,7 +78,7 @@ describe.each(engines)('Worker: a provider that keeps keys for 1 s (%s)', (engin
         /provider keeps an idempotency key for 1000 ms.*none was sent: the provider may have forgotten the key.*last attempt: throttled \(HTTP 429\), retry after 2000 ms$/,
       );
       expect(done?.error?.nextAction).toMatch(
-        /^No resend was made: the provider keeps an Idempotency-Key for 1000 ms and may have forgotten this one, so a resend could deploy again\. Check the deployment provider for a deployment of service "billing" at version "6\.0\.0" with Idempotency-Key idem-op_/,
+        /^No resend was made: the deployment provider keeps an Idempotency-Key for 1000 ms and may have forgotten this one, so a resend could apply it again\. Check the deployment provider for a deployment of service "billing" at version "6\.0\.0" with Idempotency-Key idem-op_/,
       );
       expect((await store.ledger.attempts(op.operationId)).map((a) => a.outcome)).toEqual([
         'ambiguous',

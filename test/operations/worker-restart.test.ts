@@ -3,13 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
 import type { OperationRecord } from '../../src/core/operation-record.js';
 import type { RetryPolicy } from '../../src/core/retry-policy.js';
-import {
-  DeploymentHandler,
-  DeploymentProviderClient,
-  Worker,
-  type DispatchOutcome,
-  type DurableHandler,
-} from '../../src/operations/index.js';
+import { Worker, type DispatchOutcome, type DurableHandler } from '../../src/operations/index.js';
+import { deploymentHandler } from '../../src/server/deployment-handler.js';
 import { startProvider, type RunningProvider } from '../../src/provider/index.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import { postgresAvailable } from '../helpers/postgres-fixtures.js';
@@ -52,8 +47,8 @@ describe.each(engines)('Worker: a provider that is down for a while (%s)', (engi
     const store = await openEngineStore(engine, join(dir, 'idem.sqlite'), systemClock);
     // A port nothing listens on; the provider is started on it later.
     const url = await refusedUrl();
-    const handler = new DeploymentHandler({
-      client: new DeploymentProviderClient({ baseUrl: url }),
+    const handler = deploymentHandler({
+      baseUrl: url,
       mode: 'key',
     });
     const logger = memoryLogger();

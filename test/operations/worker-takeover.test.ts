@@ -5,12 +5,8 @@ import { openSqlite, type SqliteStore } from '../../src/adapters/sqlite/index.js
 import { systemClock } from '../../src/core/clock.js';
 import type { RetryPolicy } from '../../src/core/retry-policy.js';
 import { newAttemptId } from '../../src/core/ids.js';
-import {
-  DeploymentHandler,
-  DeploymentProviderClient,
-  Worker,
-  type RecoveryMode,
-} from '../../src/operations/index.js';
+import { Worker, type RecoveryMode } from '../../src/operations/index.js';
+import { deploymentHandler } from '../../src/server/deployment-handler.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import {
   accept,
@@ -39,8 +35,8 @@ async function twoWorkers(
   const dir = tempDir();
   const dbPath = join(dir, 'idem.sqlite');
   const provider = await openProvider(mode, dir);
-  const handler = new DeploymentHandler({
-    client: new DeploymentProviderClient({ baseUrl: provider.url }),
+  const handler = deploymentHandler({
+    baseUrl: provider.url,
     mode,
   });
   const make = (name: string, store: SqliteStore, faults: FaultPoints) =>
@@ -171,8 +167,8 @@ describe('lease takeover after a crash', () => {
     const a = new Worker({
       store: { ledger: dying },
       handlers: {
-        [OPERATION]: new DeploymentHandler({
-          client: new DeploymentProviderClient({ baseUrl: t.provider.url }),
+        [OPERATION]: deploymentHandler({
+          baseUrl: t.provider.url,
           mode: 'key',
         }),
       },
@@ -305,8 +301,8 @@ describe('lease takeover after a crash', () => {
     const a = new Worker({
       store: { ledger: refusing },
       handlers: {
-        [OPERATION]: new DeploymentHandler({
-          client: new DeploymentProviderClient({ baseUrl: t.provider.url }),
+        [OPERATION]: deploymentHandler({
+          baseUrl: t.provider.url,
           mode: 'key',
         }),
       },

@@ -21,8 +21,8 @@ import type { OperationIdentity } from '../../src/core/operation-identity.js';
 
 // Issue 22: every timeout and deadline fires on time whatever the garbage collector does. Each
 // bounded wait below runs while a full collection runs every 20 ms, and must end within its cap plus
-// a margin generous enough for a loaded two-core machine. (The provider client's attempt timeout is
-// tested the same way in test/operations/provider-client.test.ts.)
+// a margin generous enough for a loaded two-core machine. (The ready HTTP handlers' attempt timeout is
+// tested the same way in test/server/deployment-handler.test.ts.)
 
 /** A loopback HTTP server that answers every request after 6 s (cleared when the test ends). */
 async function stalledServer(): Promise<string> {
