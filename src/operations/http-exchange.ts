@@ -44,7 +44,7 @@ export interface HttpRequest {
 }
 
 /**
- * Makes exactly one request and reads its whole body, within `timeoutMs` (a GC-safe timer, see
+ * Makes exactly one request (a redirect is returned as the answer, not followed) and reads its whole body, within `timeoutMs` (a GC-safe timer, see
  * `timeoutSignal`) and until `signal` aborts. Never retries and never throws for a network
  * outcome: it returns `no_answer` with a short reason (`aborted` when `signal` aborted).
  */
@@ -58,6 +58,9 @@ export async function exchangeHttp(
       method: request.method,
       ...(request.headers === undefined ? {} : { headers: request.headers }),
       ...(request.body === undefined ? {} : { body: request.body }),
+      // A redirect is an answer, never followed: a 307/308 would resend the body (and headers)
+      // to another URL, maybe another host, outside the one request this makes.
+      redirect: 'manual',
       signal: attempt.signal,
     });
     const text = await response.text();

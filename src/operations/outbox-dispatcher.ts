@@ -165,6 +165,7 @@ export class OutboxDispatcher {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'idempotency-key': message.dedupKey },
         body: JSON.stringify(message.payload),
+        redirect: 'manual', // a 3xx is a failed send, never a resend of the payload to another URL
         signal: timeout.signal,
       });
       await response.arrayBuffer(); // drain, so the connection can be reused

@@ -1,4 +1,6 @@
 import { FaultPoints } from '../../src/core/fault-points.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { newAttemptId, newOperationId } from '../../src/core/ids.js';
@@ -164,6 +166,35 @@ describe('OutboxDispatcher', () => {
     expect(await t.deliveries()).toEqual([
       expect.objectContaining({ dedup_key: 'evt-3', times_received: 1 }),
     ]);
+  });
+
+  it('a redirect is not followed: the message goes to no other URL and is retried (http_307)', async () => {
+    const t = await setup(new FakeClock());
+    let redirected = 0;
+    const elsewhere = createServer((_req, res) => {
+      redirected += 1;
+      res.writeHead(200).end();
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
+    const origin = createServer((_req, res) => {
+      const { port } = elsewhere.address() as AddressInfo;
+      res.writeHead(307, { location: `http://127.0.0.1:${port}/hook` }).end();
+    });
+    await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = origin.address() as AddressInfo;
+      await commitWithMessages(t.store, t.clock, [
+        { destination: `http://127.0.0.1:${port}/hook`, dedupKey: 'evt-r', payload: {} },
+      ]);
+      expect(await t.dispatcher().runOnce()).toBe(1);
+      expect(redirected).toBe(0);
+      expect(t.logger.events('outbox.retry_scheduled')).toEqual([
+        expect.objectContaining({ outcome: 'http_307', attempts: 1 }),
+      ]);
+    } finally {
+      origin.close();
+      elsewhere.close();
+    }
   });
 
   it('an unreachable destination is retried, not lost', async () => {
