@@ -37,7 +37,8 @@ const createPayment = durableTool(executor, {
 });
 const { statusTool, cancelTool } = operationTools(executor); // get_operation, cancel_operation
 
-// The stored result; also the shape an operator's `idem ops resolve <id> --resource pay_…` gives.
+// The stored result: the payment's id and what was paid. successFields gives a success known
+// only by its payment id (an operator settling an outcome_unknown one) the same shape.
 const paymentFields = (args: JsonObject, paymentId: string): JsonObject => ({
   payment_id: paymentId,
   amount_cents: args.amount_cents ?? null,
