@@ -37,8 +37,8 @@ const createPayment = durableTool(executor, {
 });
 const { statusTool, cancelTool } = operationTools(executor); // get_operation, cancel_operation
 
-// The stored result: the payment's id and what was paid. successFields gives a success known
-// only by its payment id (an operator settling an outcome_unknown one) the same shape.
+// The stored result. successFields: the same fields for a success an operator settles by its
+// payment id (`idem ops resolve` has no handler of yours: give them there with --result-json).
 const paymentFields = (args: JsonObject, paymentId: string): JsonObject => ({
   payment_id: paymentId,
   amount_cents: args.amount_cents ?? null,
