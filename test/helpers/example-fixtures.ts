@@ -1,4 +1,4 @@
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT, cleanEnv, ensureBuilt, track } from './mcp-fixtures.js';
@@ -37,7 +37,10 @@ export function runExample(name: string, env: Record<string, string>, timeoutMs 
 }
 
 /** Starts a long-running example (a server) in the background; `cleanup()` kills it. */
-export function startExample(name: string, env: Record<string, string>): { stderr: () => string } {
+export function startExample(
+  name: string,
+  env: Record<string, string>,
+): { stderr: () => string; proc: ChildProcess } {
   const child = track(
     spawn(process.execPath, [examplePath(name)], {
       cwd: REPO_ROOT,
@@ -47,5 +50,5 @@ export function startExample(name: string, env: Record<string, string>): { stder
   );
   let stderr = '';
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  return { stderr: () => stderr };
+  return { stderr: () => stderr, proc: child };
 }

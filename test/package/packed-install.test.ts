@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PG_MISSING_MESSAGE } from '../../src/adapters/postgres/load-pg.js';
+import { buildExamples, examplePath } from '../helpers/example-fixtures.js';
 import {
   REPO_ROOT,
   callTool,
@@ -18,13 +19,16 @@ import {
   makeTempDir,
   parseJsonLine,
 } from '../helpers/mcp-fixtures.js';
+import { startPaymentsService } from '../helpers/payments-service.js';
 import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 
 /*
  * The package as npm ships it: `npm pack`, then `npm install <tarball> --omit=dev` into a new project
  * (production dependencies only, from the npm cache that `npm ci` warmed), and there what a user
  * runs: `npx idem --help`, `npx idem serve` with a real SDK client, `npx idem check` against it,
- * `npx idem serve --stdio` (the MCP client config command) and an import of every subpath. One
+ * `npx idem serve --stdio` (the MCP client config command), an import of every subpath, and
+ * examples/durable-payment.ts compiled (the user's own durable tool against their own HTTP API,
+ * which also needs the SDK's server packages and zod, installed with the tarball). One
  * install: it compiles better-sqlite3's addon when no prebuilt one can be downloaded (about a
  * minute or two); the only other install is the user's own `npm install pg`, at the end.
  */
@@ -75,8 +79,8 @@ function killGroup(proc: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): void
   }
 }
 
-function start(command: string, args: string[], cwd: string): ChildProcess {
-  const proc = spawn(command, args, { cwd, env: cleanEnv(), stdio: 'pipe', detached: true });
+function start(command: string, args: string[], cwd: string, env: Record<string, string> = {}): ChildProcess {
+  const proc = spawn(command, args, { cwd, env: cleanEnv(env), stdio: 'pipe', detached: true });
   if (proc.pid !== undefined) groups.add(proc.pid);
   return proc;
 }
@@ -112,8 +116,8 @@ function run(command: string, args: string[], cwd: string, timeoutMs = 60_000): 
   });
 }
 
-/** Resolves with the URL of the `idem.serving` log line on `proc`'s stderr. */
-function served(proc: ChildProcess, timeoutMs = 30_000): Promise<string> {
+/** Resolves with the URL of the `event` log line (default `idem.serving`) on `proc`'s stderr. */
+function served(proc: ChildProcess, timeoutMs = 30_000, event = 'idem.serving'): Promise<string> {
   return new Promise((resolve, reject) => {
     let stderr = '';
     const timer = setTimeout(
@@ -124,7 +128,7 @@ function served(proc: ChildProcess, timeoutMs = 30_000): Promise<string> {
       stderr += chunk;
       for (const line of stderr.split('\n')) {
         const log = parseJsonLine(line);
-        if (log?.event === 'idem.serving' && typeof log.url === 'string') {
+        if (log?.event === event && typeof log.url === 'string') {
           clearTimeout(timer);
           resolve(log.url);
         }
@@ -161,7 +165,18 @@ beforeAll(async () => {
   const began = performance.now();
   const install = await run(
     'npm',
-    ['install', join(work, filename), '--omit=dev', '--prefer-offline', '--no-audit', '--no-fund'],
+    [
+      'install',
+      join(work, filename),
+      // What examples/durable-payment.ts imports beside idem, as its user installs them.
+      '@modelcontextprotocol/server@^2.4.0',
+      '@modelcontextprotocol/node@^2.1.2',
+      'zod@^4.2.0',
+      '--omit=dev',
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+    ],
     project,
     INSTALL_TIMEOUT_MS,
   );
@@ -299,6 +314,44 @@ describe('the packed tarball, installed with production dependencies only', () =
       expect(refused.stdout, command).toBe('');
     }
   });
+
+  it('examples/durable-payment.ts, compiled, runs from the project: a dropped reply, one payment, succeeded', async () => {
+    buildExamples();
+    copyFileSync(examplePath('durable-payment'), join(project, 'durable-payment.js'));
+    const payments = await startPaymentsService();
+    payments.fault('drop_after_apply');
+    const proc = start('node', ['durable-payment.js'], project, {
+      PAYMENTS_URL: payments.url,
+      IDEM_DB: join(work, 'payments.sqlite'),
+      IDEM_PORT: '0',
+    });
+    let client;
+    try {
+      client = await connectHttp(await served(proc, 30_000, 'payments.listening'));
+      const args = { idempotency_key: randomUUID(), workspace: 'acme', amount_cents: 4200, currency: 'EUR' };
+      const accepted = await callTool(client, 'create_payment', args);
+      expect(accepted.sc.status).toBe('accepted');
+      let view = await callTool(client, 'get_operation', { operation_id: accepted.sc.operation_id });
+      for (const end = Date.now() + 30_000; ['accepted', 'running'].includes(String(view.sc.status));) {
+        if (Date.now() > end) throw new Error(`still ${String(view.sc.status)} after 30 s`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        view = await callTool(client, 'get_operation', { operation_id: accepted.sc.operation_id });
+      }
+      const [payment, ...more] = payments.payments();
+      expect(more).toEqual([]);
+      expect(payments.requests()).toHaveLength(2); // the dropped one and its resend with the same key
+      expect(view.sc).toMatchObject({
+        status: 'succeeded',
+        resource_id: payment?.id,
+        result: { payment_id: payment?.id, amount_cents: 4200, currency: 'EUR' },
+      });
+    } finally {
+      await closeQuietly(client);
+      killGroup(proc, 'SIGTERM');
+      await exitOf(proc);
+      await payments.close();
+    }
+  }, 180_000);
 
   it('after the user installs pg, idem/postgres and `npx idem migrate` work on PostgreSQL', async () => {
     if (!postgresAvailable) {
