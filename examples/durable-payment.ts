@@ -37,8 +37,8 @@ const createPayment = durableTool(executor, {
 });
 const { statusTool, cancelTool } = operationTools(executor); // get_operation, cancel_operation
 
-// The stored result. successFields: the same fields for a success an operator settles by its
-// payment id (`idem ops resolve` has no handler of yours: give them there with --result-json).
+// The stored result; successFields gives the same fields for a success an operator settles by its
+// payment id (resolveOperation; the CLI's `idem ops resolve` takes them as --result-json).
 const paymentFields = (args: JsonObject, paymentId: string): JsonObject => ({
   payment_id: paymentId,
   amount_cents: args.amount_cents ?? null,
@@ -54,6 +54,8 @@ const handler = idempotencyKeyHandler({
       ? { resourceId: reply.id, fields: paymentFields(args, reply.id) }
       : undefined,
   successFields: paymentFields,
+  // What an operator is told to look for, should the outcome stay unknown.
+  describe: (args) => `a payment of ${String(args.amount_cents)} cents ${String(args.currency)}`,
   providerKeyRetentionMs: 24 * 60 * 60 * 1000, // how long the provider keeps a key (Stripe: 24 h)
 });
 const stop = new AbortController();
