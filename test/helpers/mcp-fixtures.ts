@@ -63,7 +63,8 @@ export async function cleanup(): Promise<void> {
   for (const proc of running) proc.kill('SIGKILL');
   await Promise.all(running.map(waitForExitOf));
   processes.clear();
-  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+  // maxRetries: a thread that is ending (a store's checkpointer) may still write its last file.
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
   tempDirs.clear();
 }
 

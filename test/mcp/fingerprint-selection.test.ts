@@ -12,10 +12,12 @@ import { SDKS, type SdkSession } from '../helpers/sdk-harness.js';
 import { cleanup, makeTempDir } from '../helpers/mcp-fixtures.js';
 
 const sessions: SdkSession[] = [];
-const databases: SqliteDatabase[] = [];
+const stores: SqliteStore[] = [];
 afterEach(async () => {
   for (const s of sessions.splice(0)) await s.close();
-  for (const db of databases.splice(0)) db.close();
+  // The store, not only its database: it has a checkpoint thread with a connection of its own,
+  // which would write the WAL beside a directory being removed.
+  for (const store of stores.splice(0)) await store.close();
   await cleanup();
 });
 
@@ -27,9 +29,10 @@ const ticketInput = z.object({
 
 function ticketsApp(fingerprint?: FingerprintSelection) {
   const db = openSqlite(join(makeTempDir('idem-fp-'), 'tickets.sqlite'));
-  databases.push(db);
   db.exec('CREATE TABLE tickets (id TEXT PRIMARY KEY, workspace TEXT, title TEXT, note TEXT)');
-  const executor = new Executor({ store: new SqliteStore(db), logger: silentLogger, authorize: () => true });
+  const store = new SqliteStore(db);
+  stores.push(store);
+  const executor = new Executor({ store, logger: silentLogger, authorize: () => true });
   const tool = idempotentTool(executor, {
     name: 'create_ticket',
     version: 1,
