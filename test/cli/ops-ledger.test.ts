@@ -313,7 +313,7 @@ describe('--outbox-max-attempts', () => {
     for (const command of ['serve', 'worker']) {
       const run = await runCli([command, '--help']);
       expect(run.code).toBe(0);
-      expect(run.stdout + run.stderr).toContain('--outbox-max-attempts N');
+      expect(run.stdout).toContain('--outbox-max-attempts N');
     }
   });
 });
