@@ -41,6 +41,51 @@ describe('idem CLI conventions: help on stdout, exit 0', () => {
   });
 });
 
+/** The entry of `flag` in a help text: its line and the description lines under it, to the next flag. */
+function entryOf(help: string, flag: string): string {
+  const lines = help.split('\n');
+  const start = lines.findIndex((line) => line.startsWith(`  ${flag} `) || line === `  ${flag}`);
+  expect(start, `${flag} in the help`).toBeGreaterThanOrEqual(0);
+  const next = lines.findIndex((line, i) => i > start && !/^ {29}\S/.test(line));
+  return lines.slice(start, next === -1 ? lines.length : next).join('\n');
+}
+
+describe('idem CLI conventions: each help line sits under the option it is about', () => {
+  it('serve: the embedded provider under --provider-url, the unlisted tools under --commands', async () => {
+    const help = (await runCli(['serve', '--help'])).stdout;
+    expect(entryOf(help, '--provider-url URL')).toContain('in-process demo provider is started');
+    expect(entryOf(help, '--outbox-max-attempts N')).not.toContain('provider');
+    expect(entryOf(help, '--commands FILE')).toContain('no command tool is listed');
+  });
+
+  it("worker: --provider-url is required, and the servers' file goes under --commands", async () => {
+    const help = (await runCli(['worker', '--help'])).stdout;
+    expect(entryOf(help, '--provider-url URL')).toContain('required');
+    expect(entryOf(help, '--commands FILE')).toContain("the servers' file");
+    expect(entryOf(help, '--command-workers N')).not.toContain('servers');
+  });
+
+  it('ops, sweep and migrate list every option they take, each under its own line', async () => {
+    const ops = (await runCli(['ops', '--help'])).stdout;
+    for (const flag of [
+      '--db PATH|URL',
+      '--status S',
+      '--limit N',
+      '--json',
+      '--retention DUR',
+      '-h, --help',
+    ])
+      expect(entryOf(ops, flag)).not.toBe('');
+    expect(entryOf(ops, '--correct')).toContain('never the other way');
+    expect(entryOf(ops, '--result-json JSON')).toContain('payment_id');
+    const sweep = (await runCli(['sweep', '--help'])).stdout;
+    for (const flag of ['--db PATH|URL', '--retention DUR', '--batch-size N', '-h, --help'])
+      expect(entryOf(sweep, flag)).not.toBe('');
+    expect(entryOf(sweep, '--max-duty D')).toContain('1 never waits');
+    expect(entryOf((await runCli(['migrate', '--help'])).stdout, '-h, --help')).toContain('show this help');
+  });
+});
+
 describe('idem CLI conventions: --version', () => {
   it('prints the version of package.json on stdout and exits 0 (--version and -v)', async () => {
     const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {
