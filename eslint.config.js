@@ -67,7 +67,7 @@ export default tseslint.config(
   },
   {
     // Rule options replace earlier ones: this list repeats gcSafeTimeouts.
-    files: ['src/core/**', 'src/store/**', 'src/executor/**'],
+    files: ['src/core/**', 'src/ports/**', 'src/executor/**'],
     rules: {
       'no-restricted-imports': ['error', noSdkOrDriver],
       'no-restricted-properties': [

@@ -53,7 +53,7 @@ export {
   type TransitionRequest,
   type AttemptStart,
   type Resolution,
-} from './operations/ledger-commands.js';
+} from './operations/ledger-transitions.js';
 export { SqlStore, sqlStore, type SqlStoreOptions } from './adapters/sql/sql-store.js';
 export type {
   CallSql,

@@ -16,11 +16,18 @@ export const COMMAND_OPTIONS = {
   'command-workers': { type: 'string', default: '2' },
 } as const;
 
-export const COMMAND_HELP = `  --commands FILE            named commands to offer as run_command / read_command_output:
+/**
+ * The help of COMMAND_OPTIONS, one entry per flag. `commandsNote` ends the entry of --commands with
+ * what the file means to the command and what it does without it (a line break indents to the
+ * description column).
+ */
+export function commandHelp(commandsNote: string): string {
+  const note = commandsNote.replaceAll('\n', `\n${' '.repeat(29)}`);
+  return `  --commands FILE            named commands to offer as run_command / read_command_output:
                              {"migrate": {"argv": ["npm", "run", "migrate"], "cwd": "/srv/app",
                              "timeout": "10m", "rerunnable": false, "description": "...",
-                             "env": {"NODE_ENV": "production"}}}; checked at start. Without it,
-                             no command tool is listed
+                             "env": {"NODE_ENV": "production"}}}; checked at start.
+                             ${note}
   --command-output DIR       where each run's output is kept (default: DB.commands/ beside a
                              SQLite file; ./idem-commands with PostgreSQL)
   --command-output-limit N   bytes kept per run: the first quarter and the last three quarters
@@ -29,6 +36,7 @@ export const COMMAND_HELP = `  --commands FILE            named commands to offe
                              before SIGKILL (default 5s)
   --command-workers N        worker loops for commands besides the one for other operations
                              (default 2); each runs one operation at a time`;
+}
 
 export interface CommandSettings {
   readonly handler: CommandHandler;

@@ -3,15 +3,19 @@ import { POSTGRES_SCHEMA_VERSION } from '../adapters/postgres/postgres-schema.js
 import { SQLITE_SCHEMA_VERSION } from '../adapters/sqlite/sqlite-schema.js';
 import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
 
-export const MIGRATE_HELP = `Usage: idem migrate [--db PATH|URL] [--db-schema NAME]
+export const MIGRATE_HELP = `Usage: idem migrate [options]
 
 Creates or upgrades Idem's tables. Migrations are versioned and repeatable: running it again does
 nothing, and several instances migrating at once migrate once. \`idem serve\` also migrates on start
 unless --no-migrate.
 
 Options:
-${DATABASE_HELP}`;
+${DATABASE_HELP}
+  -h, --help                 show this help
 
+Prints the database and its schema version as one JSON line.`;
+
+/** `idem migrate`: creates or upgrades the tables and prints the schema version to `out`; `--help` prints MIGRATE_HELP. */
 export async function migrateCommand(argv: string[], out: (text: string) => void): Promise<void> {
   const { values } = parseArgs({
     args: argv,

@@ -4,7 +4,7 @@ import type { Receipt } from '../core/receipt.js';
 import { operationView } from '../server/reference-tools.js';
 import { CliError } from './cli-error.js';
 import { durationOption, intOption } from './options.js';
-import { DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
+import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
 import type { IdemStore } from '../ports/idem-store.js';
 import { systemClock } from '../core/clock.js';
 import { isIdemError } from '../core/errors.js';
@@ -21,31 +21,50 @@ import { attemptView } from '../operations/attempt-view.js';
 import { opsOutboxCommand } from './ops-outbox-command.js';
 import { textTable } from './text-table.js';
 
-export const OPS_HELP = `Usage: idem ops list [--status S] [--limit N] [--db PATH] [--json]
-       idem ops show <operation_id> [--db PATH]
+export const OPS_HELP = `Usage: idem ops list [--status S] [--limit N] [--json] [options]
+       idem ops show <operation_id> [options]
        idem ops resolve <operation_id> --succeeded --resource-id R [--result-json JSON] [--reason TEXT]
-                        [--by NAME] [--db PATH]
-       idem ops resolve <operation_id> --failed --reason TEXT [--by NAME] [--db PATH]
+                        [--by NAME] [options]
+       idem ops resolve <operation_id> --failed --reason TEXT [--by NAME] [options]
        idem ops resolve <operation_id> --correct --succeeded --resource-id R [--result-json JSON]
-                        --reason TEXT [--by NAME]
-       idem ops dead-letters [--limit N] [--json] [--db PATH]
-       idem ops requeue <id> [--db PATH]
+                        --reason TEXT [--by NAME] [options]
+       idem ops dead-letters [--limit N] [--json] [options]
+       idem ops requeue <id> [options]
 
-Inspects and settles recorded operations (--db: SQLite file, default ./idem.sqlite, or postgres:// URL).
+Inspects and settles recorded operations, and the outbox messages given up on.
+
+Subcommands:
   list          newest first, one line each: id, status, tool, principal, workspace, resource, created
   show          one operation as JSON: identity, state, result or error, next action, its attempts,
                 and its audit (every operator change: who, when, the state before, why)
-  resolve       settle an outcome_unknown operation after checking the provider by hand; records who
-                (--by, default $USER), when and why. Any other state is refused, except that
-  --correct     changes a failed or cancelled operation whose effect was found to exist to succeeded
-                (never the other way); replays then return the corrected result
-  --result-json the business fields of the success as a JSON object, e.g. '{"payment_id":"pay_1"}',
-                beside status, operation_id and resource_id, so that it has the shape of an automatic
-                one; start_deployment derives its own from R (values given must then match its
-                field names and JSON types). A name the result sets itself (status, ...) is refused
-  dead-letters  outbox messages (webhooks) given up on after --outbox-max-attempts sends, oldest first
+  resolve       settle an outcome_unknown operation after checking the provider by hand; records who,
+                when and why. Any other state is refused, except with --correct
+  dead-letters  outbox messages (webhooks) given up on after --outbox-max-attempts sends (see idem
+                serve --help), oldest first
   requeue       make a dead letter due again, with its attempts counted from 0
-Statuses: accepted, running, succeeded, failed, cancel_requested, cancelled, outcome_unknown.`;
+
+Options:
+${DATABASE_HELP}
+  --status S                 list: only operations in state S: accepted, running, succeeded,
+                             failed, cancel_requested, cancelled or outcome_unknown
+  --limit N                  list, dead-letters: most rows shown (default 100)
+  --json                     list, dead-letters: one JSON array instead of a table
+  --succeeded                resolve: the effect exists at the provider; needs --resource-id
+  --failed                   resolve: the provider has no such effect; needs --reason
+  --correct                  resolve: change a failed or cancelled operation whose effect was found
+                             to exist to succeeded (never the other way); needs --succeeded and
+                             --reason. Replays then return the corrected result
+  --resource-id R            resolve --succeeded: the provider's id of the effect
+  --result-json JSON         resolve --succeeded: the business fields of the success as a JSON
+                             object, e.g. '{"payment_id":"pay_1"}', beside status, operation_id and
+                             resource_id, so that it has the shape of an automatic one;
+                             start_deployment derives its own from R (values given must then match
+                             its field names and JSON types). A name the result sets itself
+                             (status, ...) is refused
+  --reason TEXT              resolve: why, kept in the audit
+  --by NAME                  resolve: who, kept in the audit (default $USER)
+  --retention DUR            resolve: how long the settled operation replays (default 24h)
+  -h, --help                 show this help`;
 
 const SUBCOMMANDS: readonly string[] = ['list', 'show', 'resolve', 'dead-letters', 'requeue'];
 
@@ -65,13 +84,16 @@ function either(words: readonly string[]): string {
   return words.length < 2 ? words.join('') : `${words.slice(0, -1).join(', ')} or ${words.at(-1)}`;
 }
 
+/**
+ * `idem ops <subcommand>`: prints to `out` what the subcommand shows (or OPS_HELP on `--help`);
+ * throws CliError with exit code 2 on a usage error, 1 when the operation or dead letter is missing.
+ */
 export async function opsCommand(argv: string[], out: (text: string) => void): Promise<void> {
   const [sub, ...rest] = argv;
-  if (sub === undefined || sub === '-h' || sub === '--help') {
-    out(`${OPS_HELP}\n`);
-    if (sub === undefined)
-      throw new CliError(`ops needs a subcommand: ${either(SUBCOMMANDS)} (see "idem ops --help")`, 2);
-    return;
+  if (sub === '-h' || sub === '--help') return out(`${OPS_HELP}\n`);
+  if (sub === undefined) throw new CliError(`ops needs a subcommand: ${either(SUBCOMMANDS)}`, 2);
+  if (!SUBCOMMANDS.includes(sub)) {
+    throw new CliError(`unknown ops subcommand ${JSON.stringify(sub)}: use ${either(SUBCOMMANDS)}`, 2);
   }
   const { values, positionals } = parseArgs({
     args: rest,
@@ -94,15 +116,14 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
     allowPositionals: true,
   });
   if (values.help) return out(`${OPS_HELP}\n`);
-  if (!SUBCOMMANDS.includes(sub)) {
-    throw new CliError(`unknown ops subcommand ${JSON.stringify(sub)}; use ${either(SUBCOMMANDS)}`, 2);
-  }
   if (values.status !== undefined && !(OPERATION_STATES as readonly string[]).includes(values.status)) {
     throw new CliError(
       `--status must be ${either(OPERATION_STATES)}, got ${JSON.stringify(values.status)}`,
       2,
     );
   }
+  const [operands, usage] = OPERANDS[sub] ?? [0, ''];
+  if (positionals.length !== operands) throw new CliError(`usage: ${usage}`, 2);
   const opened = await openStore(databaseSpec(values));
   const { store } = opened;
   if (sub === 'resolve' || sub === 'dead-letters' || sub === 'requeue') {
@@ -260,3 +281,15 @@ function resultJson(text: string): JsonObject {
     throw new CliError('--result-json must be a JSON object, e.g. \'{"payment_id":"pay_1"}\'', 2);
   return parsed as JsonObject;
 }
+
+/**
+ * How many operands each subcommand takes, and the usage a wrong count gets: checked, like every
+ * flag, before the database is opened.
+ */
+const OPERANDS: Readonly<Record<string, readonly [number, string]>> = {
+  list: [0, 'idem ops list [--status S] [--limit N]'],
+  show: [1, 'idem ops show <operation_id>'],
+  resolve: [1, 'idem ops resolve <operation_id> --succeeded|--failed'],
+  'dead-letters': [0, 'idem ops dead-letters [--limit N] [--json]'],
+  requeue: [1, 'idem ops requeue <id>'],
+};

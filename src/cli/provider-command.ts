@@ -33,7 +33,11 @@ Options:
 Durations take a unit: 500ms, 5s, 2m, 24h. Logs are JSON lines on stderr; the "provider.listening" event
 carries the URL. Nothing is printed on stdout.`;
 
-export async function providerCommand(argv: string[]): Promise<void> {
+/**
+ * `idem provider`: checks every flag (a mistake throws CliError, exit 2), then serves the demo
+ * provider until SIGINT or SIGTERM. `--help` prints PROVIDER_HELP to `out` and returns.
+ */
+export async function providerCommand(argv: string[], out: (text: string) => void): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -47,10 +51,7 @@ export async function providerCommand(argv: string[]): Promise<void> {
     strict: true,
     allowPositionals: false,
   });
-  if (values.help) {
-    process.stderr.write(`${PROVIDER_HELP}\n`);
-    return;
-  }
+  if (values.help) return out(`${PROVIDER_HELP}\n`);
   if (values.mode === undefined) throw new CliError('--mode is required: key, reference or none', 2);
   if (!(PROVIDER_MODES as readonly string[]).includes(values.mode))
     throw new CliError(`--mode must be key, reference or none, got ${JSON.stringify(values.mode)}`, 2);

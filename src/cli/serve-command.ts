@@ -3,7 +3,7 @@ import { FaultPoints } from '../core/fault-points.js';
 import { startProvider, type RunningProvider } from '../provider/provider-server.js';
 import { startBackgroundWork } from '../server/background-work.js';
 import { armTestFaults } from './test-faults.js';
-import { WORK_HELP, WORK_OPTIONS, workSettings } from './work-options.js';
+import { WORK_OPTIONS, workHelp, workSettings } from './work-options.js';
 import { HTTP_HELP, HTTP_OPTIONS, httpSettings } from './http-options.js';
 import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
 import { jsonLogger } from '../log/json-logger.js';
@@ -24,7 +24,7 @@ import { TokenRegistry, type Grant } from '../server/token-registry.js';
 import { CliError } from './cli-error.js';
 import { durationOption, dutyOption, intOption } from './options.js';
 import { DEFAULT_SWEEP_MAX_DUTY } from '../core/batch-sizer.js';
-import { COMMAND_HELP, COMMAND_OPTIONS, commandSettings, prepareCommandOutput } from './command-options.js';
+import { COMMAND_OPTIONS, commandHelp, commandSettings, prepareCommandOutput } from './command-options.js';
 
 export const SERVE_HELP = `Usage: idem serve [options]
 
@@ -56,14 +56,17 @@ ${HTTP_HELP}
   --synchronous FULL|NORMAL  SQLite durability (default FULL)
   --in-flight-wait DUR       a retry of a running operation waits this long (default 2s)
   --no-worker                do not run the worker here (run \`idem worker\` instead)
-${WORK_HELP}
-                             Without --provider-url an in-process demo provider is started.
-${COMMAND_HELP}
+${workHelp('without it an\nin-process demo provider is started')}
+${commandHelp('Without it, no command tool is listed')}
   -h, --help                 show this help
 
 Durations take a unit: 500ms, 5s, 2m, 24h, 30d. Logs are JSON lines on stderr.`;
 
-export async function serveCommand(argv: string[]): Promise<void> {
+/**
+ * `idem serve`: checks every flag (a mistake throws CliError, exit 2, before anything is opened),
+ * then serves until SIGINT or SIGTERM. `--help` prints SERVE_HELP to `out` and returns.
+ */
+export async function serveCommand(argv: string[], out: (text: string) => void): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -90,10 +93,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
     strict: true,
     allowPositionals: false,
   });
-  if (values.help) {
-    process.stderr.write(`${SERVE_HELP}\n`);
-    return;
-  }
+  if (values.help) return out(`${SERVE_HELP}\n`);
   const logger = jsonLogger();
   const synchronous = values.synchronous.toUpperCase();
   if (synchronous !== 'FULL' && synchronous !== 'NORMAL')

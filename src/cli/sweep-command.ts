@@ -4,19 +4,29 @@ import { systemClock } from '../core/clock.js';
 import { DEFAULT_RETENTION_MS } from '../executor/executor.js';
 import { DEFAULT_TOMBSTONE_TTL_MS } from '../core/tombstone-ttl.js';
 import { durationOption, dutyOption, intOption } from './options.js';
-import { DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
+import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
 
-export const SWEEP_HELP = `Usage: idem sweep [--db PATH|URL] [--retention DUR] [--tombstone-retention DUR] [--batch-size N]
-                  [--max-duty D]
+export const SWEEP_HELP = `Usage: idem sweep [options]
 
 Turns receipts past their retention into tombstones (which refuse late retries with key_expired),
-deletes tombstones past their own life (default 30d), and deletes outbox messages (webhooks)
-delivered longer ago than --retention (the receipts' retention, default 24h; dead letters are kept
-until re-queued). It works in batches of N rows (default 500), each its own short transaction so
-running servers are never blocked for long. On SQLite it spends at most the share D of its time in
-batches and waits the rest (default 0.5); --max-duty 1 never waits, for a backlog cleared while
-nothing else runs.`;
+deletes tombstones past their own life, and deletes outbox messages (webhooks) delivered longer ago
+than --retention (dead letters are kept until re-queued). It works in batches, each its own short
+transaction, so running servers are never blocked for long, and prints the counts as one JSON line.
 
+Options:
+${DATABASE_HELP}
+  --retention DUR            how long a delivered webhook is kept (default 24h, the receipts'
+                             retention)
+  --tombstone-retention DUR  how long a tombstone refuses its key (default 30d)
+  --batch-size N             most rows per transaction (default 500)
+  --max-duty D               SQLite: most share of the sweep's time spent in batches, in (0, 1]
+                             (default 0.5: after each batch it waits as long as the batch took;
+                             1 never waits, for a backlog cleared while nothing else runs)
+  -h, --help                 show this help
+
+Durations take a unit: 500ms, 5s, 2m, 24h, 30d.`;
+
+/** `idem sweep`: one sweep of the database, its counts printed to `out` as one JSON line; `--help` prints SWEEP_HELP. */
 export async function sweepCommand(argv: string[], out: (text: string) => void): Promise<void> {
   const { values } = parseArgs({
     args: argv,

@@ -18,7 +18,13 @@ export const WORK_OPTIONS = {
   'outbox-max-attempts': { type: 'string', default: String(DEFAULT_OUTBOX_MAX_ATTEMPTS) },
 } as const;
 
-export const WORK_HELP = `  --provider-url URL         the deployment provider (and webhook receiver)
+/**
+ * The help of WORK_OPTIONS, one entry per flag. `providerUrlNote` ends the entry of --provider-url
+ * with what the command does without it (a line break indents to the description column).
+ */
+export function workHelp(providerUrlNote: string): string {
+  const note = providerUrlNote.replaceAll('\n', `\n${' '.repeat(29)}`);
+  return `  --provider-url URL         the deployment provider (and webhook receiver); ${note}
   --provider-mode MODE       what it supports: key (Idempotency-Key), reference (lookup by client
                              reference) or none; decides the recovery path (default key)
   --provider-key-retention DUR  mode key: how long the provider keeps an Idempotency-Key; no
@@ -32,6 +38,7 @@ export const WORK_HELP = `  --provider-url URL         the deployment provider (
   --worker-poll DUR          wait between polls when idle (default 200ms)
   --outbox-max-attempts N    sends of a webhook without a 2xx before it becomes a dead letter
                              (default ${DEFAULT_OUTBOX_MAX_ATTEMPTS}; see idem ops dead-letters)`;
+}
 
 export interface WorkSettings {
   providerUrl: string | undefined;

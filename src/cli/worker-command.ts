@@ -8,8 +8,8 @@ import { CliError } from './cli-error.js';
 import { armTestFaults } from './test-faults.js';
 import { durationOption } from './options.js';
 import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
-import { WORK_HELP, WORK_OPTIONS, workSettings } from './work-options.js';
-import { COMMAND_HELP, COMMAND_OPTIONS, commandSettings, prepareCommandOutput } from './command-options.js';
+import { WORK_OPTIONS, workHelp, workSettings } from './work-options.js';
+import { COMMAND_OPTIONS, commandHelp, commandSettings, prepareCommandOutput } from './command-options.js';
 
 export const WORKER_HELP = `Usage: idem worker --provider-url URL [options]
 
@@ -20,12 +20,18 @@ operation with one worker, and a crashed worker's operations are taken over when
 Options:
 ${DATABASE_HELP}
   --retention DUR            how long final records replay (default 24h)
-${WORK_HELP}
-${COMMAND_HELP}
-                             (the same file as the servers'; this worker then runs run_command)
-  -h, --help                 show this help`;
+${workHelp('required')}
+${commandHelp("Give the servers' file: this worker then runs their run_command\noperations (without it, none)")}
+  -h, --help                 show this help
 
-export async function workerCommand(argv: string[]): Promise<void> {
+Durations take a unit: 500ms, 5s, 2m, 24h, 30d. Logs are JSON lines on stderr.`;
+
+/**
+ * `idem worker`: checks every flag (a mistake throws CliError, exit 2, before the database is
+ * opened), then runs the worker and the outbox dispatcher until SIGINT or SIGTERM. `--help` prints
+ * WORKER_HELP to `out` and returns.
+ */
+export async function workerCommand(argv: string[], out: (text: string) => void): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -37,10 +43,7 @@ export async function workerCommand(argv: string[]): Promise<void> {
     },
     strict: true,
   });
-  if (values.help) {
-    process.stderr.write(`${WORKER_HELP}\n`);
-    return;
-  }
+  if (values.help) return out(`${WORKER_HELP}\n`);
   const settings = workSettings(values);
   if (settings.providerUrl === undefined) throw new CliError('idem worker needs --provider-url', 2);
   const retentionMs =

@@ -75,10 +75,6 @@ export function isActive(state: OperationState): boolean {
   return state === 'accepted' || state === 'running' || state === 'cancel_requested';
 }
 
-export function isOperationState(value: unknown): value is OperationState {
-  return typeof value === 'string' && (OPERATION_STATES as readonly string[]).includes(value);
-}
-
 export function canTransition(from: OperationState, to: OperationState, by: Mover = 'system'): boolean {
   return TABLES[by][from].includes(to);
 }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { systemClock, type Clock } from '../core/clock.js';
 import { IdemError } from '../core/errors.js';
 import type { Executor, Authorize } from '../executor/executor.js';
-import { requestCancel } from '../operations/ledger-commands.js';
+import { requestCancel } from '../operations/ledger-transitions.js';
 import { DEFAULT_OPERATOR_HINT, DEFAULT_STATUS_TOOL } from './follow-up.js';
 import type { IdemTool } from './idem-tool.js';
 import { operationView } from './operation-view.js';

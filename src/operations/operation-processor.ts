@@ -5,7 +5,7 @@ import type { Logger } from '../core/logger.js';
 import type { OperationRecord } from '../core/operation-record.js';
 import { attemptTimeout, minAttempt, planRetry, type RetryPolicy } from '../core/retry-policy.js';
 import type { OperationsLedger } from '../ports/operations-ledger.js';
-import { startAttempt, transition } from './ledger-commands.js';
+import { startAttempt, transition } from './ledger-transitions.js';
 import { attemptHistory, NOT_SENT, type AttemptHistory } from './attempt-history.js';
 import { CancelWatch } from './cancel-watch.js';
 import {

@@ -2,7 +2,7 @@ import { IdemError } from '../core/errors.js';
 import type { JsonObject, JsonValue } from '../core/json.js';
 import type { OperationRecord } from '../core/operation-record.js';
 import type { OperationsLedger } from '../ports/operations-ledger.js';
-import { resolve, type Resolution } from './ledger-commands.js';
+import { resolve, type Resolution } from './ledger-transitions.js';
 import type { DurableHandler } from './durable-handler.js';
 
 /** What `resolveOperation` needs of each handler, by operation name: a DurableHandler will do. */
@@ -10,7 +10,7 @@ export type SuccessFieldsByOperation = Readonly<Record<string, Pick<DurableHandl
 
 /**
  * An operator's resolution (or, with `correct`, correction) of an operation, through
- * `resolve` (ledger-commands). A success carries the business fields of one the worker records,
+ * `resolve` (ledger-transitions). A success carries the business fields of one the worker records,
  * so that callers need one parser: the operation handler's `successFields` for the resource id,
  * then `fields`, the values the operator gives. Those are checked first: a name the result itself
  * uses (`status`, `operation_id`, `resource_id`, `error`, ...) is refused, and so is, when the

@@ -6,7 +6,7 @@ import { operationLabel } from '../core/operation-identity.js';
 import type { OperationError, OperationRecord } from '../core/operation-record.js';
 import { isActive, type OperationState } from '../core/operation-state.js';
 import type { OperationsLedger } from '../ports/operations-ledger.js';
-import { transition, type OperationPatch } from './ledger-commands.js';
+import { transition, type OperationPatch } from './ledger-transitions.js';
 import type { Applied, DurableHandler, UnknownOutcomeContext } from './durable-handler.js';
 import { providerKeyFor } from './durable-handler.js';
 import { successResult } from './operation-budget.js';

@@ -48,9 +48,9 @@ export interface OutboxDispatcherOptions {
 /**
  * Delivers committed outbox messages: `POST <destination>` with the payload as JSON and the header
  * `Idempotency-Key: <dedupKey>`. Delivery is at least once, made effectively once by the receiver's
- * deduplication: a message is marked done only after a 2xx, so a crash between the send and
- * `completeOutbox` (fault point `outbox_after_send`) sends it again, with the same key, once its
- * lease expires. Any other outcome (non-2xx, timeout, network error) is retried after a full-jitter
+ * deduplication: a message is marked done only after a 2xx, so a crash between the send and its
+ * `OutboxStore.settle` as `delivered` (fault point `outbox_after_send`) sends it again, with the
+ * same key, once its lease expires. Any other outcome (non-2xx, timeout, network error) is retried after a full-jitter
  * backoff, until the message has been sent `maxAttempts` times: then it becomes a dead letter
  * (`outbox.dead_lettered`, logged as an error), kept and never sent again until an operator
  * re-queues it (`OutboxStore.requeue`, `idem ops requeue`). Messages of one batch are sent

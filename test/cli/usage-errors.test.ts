@@ -21,7 +21,8 @@ describe('idem CLI: usage errors exit 2 and say what is accepted', () => {
     const serve = await runCli(['serve', '--retention', '24', '--db', db]);
     expect(serve.code).toBe(2);
     expect(serve.stderr).toBe(
-      `idem: --retention: "24" has no unit; a duration is an integer and a unit ${FORMS}\n`,
+      `idem: --retention: "24" has no unit; a duration is an integer and a unit ${FORMS}; ` +
+        'see "idem serve --help"\n',
     );
     expect(existsSync(db)).toBe(false);
 
@@ -42,13 +43,14 @@ describe('idem CLI: usage errors exit 2 and say what is accepted', () => {
     const none = await runCli(['ops']);
     expect(none.code).toBe(2);
     expect(none.stderr).toBe(
-      'idem: ops needs a subcommand: list, show, resolve, dead-letters or requeue (see "idem ops --help")\n',
+      'idem: ops needs a subcommand: list, show, resolve, dead-letters or requeue; see "idem ops --help"\n',
     );
 
     const unknown = await runCli(['ops', 'frob']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe(
-      'idem: unknown ops subcommand "frob"; use list, show, resolve, dead-letters or requeue\n',
+      'idem: unknown ops subcommand "frob": use list, show, resolve, dead-letters or requeue; ' +
+        'see "idem ops --help"\n',
     );
   });
 
@@ -57,7 +59,7 @@ describe('idem CLI: usage errors exit 2 and say what is accepted', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toBe(
       'idem: --status must be accepted, running, succeeded, failed, cancel_requested, cancelled or ' +
-        'outcome_unknown, got "bogus"\n',
+        'outcome_unknown, got "bogus"; see "idem ops --help"\n',
     );
   });
 });

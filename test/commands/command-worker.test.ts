@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
 import { newAttemptId } from '../../src/core/ids.js';
 import type { IdemStore } from '../../src/ports/idem-store.js';
-import { requestCancel, startAttempt } from '../../src/operations/ledger-commands.js';
+import { requestCancel, startAttempt } from '../../src/operations/ledger-transitions.js';
 import { postgresAvailable } from '../helpers/postgres-fixtures.js';
 import type { Engine } from '../operations/operations-fixtures.js';
 import { alive, commandHarness, until } from './command-fixtures.js';

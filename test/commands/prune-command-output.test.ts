@@ -6,7 +6,7 @@ import { systemClock } from '../../src/core/clock.js';
 import { newOperationId } from '../../src/core/ids.js';
 import { outputPaths } from '../../src/commands/command-output.js';
 import { pruneCommandOutput } from '../../src/commands/index.js';
-import { requestCancel } from '../../src/operations/ledger-commands.js';
+import { requestCancel } from '../../src/operations/ledger-transitions.js';
 import type { OperationsLedger } from '../../src/ports/operations-ledger.js';
 import { memoryStore } from '../../src/testing/memory-store.js';
 import { postgresAvailable } from '../helpers/postgres-fixtures.js';

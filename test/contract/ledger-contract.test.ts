@@ -23,7 +23,7 @@ import {
   storeFactories,
   type TestStore,
 } from '../helpers/store-fixtures.js';
-import { requestCancel, resolve, startAttempt } from '../../src/operations/ledger-commands.js';
+import { requestCancel, resolve, startAttempt } from '../../src/operations/ledger-transitions.js';
 
 /*
  * The executor's side of the durable ledger (Executor.start, and what a retry answers once a

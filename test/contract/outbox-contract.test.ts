@@ -210,7 +210,7 @@ for (const factory of storeFactories) {
         expect((await claim(b, 'd3')).map((m) => m.dedupKey)).toEqual(['note-2']);
       });
 
-      it('ignores completeOutbox from a dispatcher that does not hold the lease', async () => {
+      it('ignores settle as delivered from a dispatcher that does not hold the lease', async () => {
         const b = await open();
         succeeded(await call(b.t, 'key-1', enqueuing(b.t, [intent('note-1')])));
         const [message] = await claim(b, 'd1');
@@ -247,7 +247,7 @@ for (const factory of storeFactories) {
         expect(again).toEqual([{ ...message, attempts: 2, lastError: 'receiver answered 503' }]);
       });
 
-      it('ignores retryOutbox from a dispatcher that does not hold the lease', async () => {
+      it('ignores settle as retry from a dispatcher that does not hold the lease', async () => {
         const b = await open();
         succeeded(await call(b.t, 'key-1', enqueuing(b.t, [intent('note-1')])));
         const [message] = await claim(b, 'd1');
@@ -349,7 +349,7 @@ for (const factory of storeFactories) {
         expect((await claim(b, 'd2')).map((m) => m.id)).toEqual([first?.id]);
       });
 
-      it('requeueOutbox makes a dead letter due at once with attempts from 0; anything else is left alone', async () => {
+      it('requeue makes a dead letter due at once with attempts from 0; anything else is left alone', async () => {
         const b = await open();
         const dead = await deadLetter(b, 'note-1');
         succeeded(await call(b.t, 'key-2', enqueuing(b.t, [intent('note-2')])));

@@ -166,7 +166,10 @@ describe('idem serve --commands: usage errors (exit 2), before anything is creat
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/--commands: cannot read .*nope\.json: ENOENT/);
     const stray = await runCli(['serve', '--db', join(dir, 'x.sqlite'), '--command-output', dir]);
-    expect(stray).toMatchObject({ code: 2, stderr: 'idem: --command-output needs --commands\n' });
+    expect(stray).toMatchObject({
+      code: 2,
+      stderr: 'idem: --command-output needs --commands; see "idem serve --help"\n',
+    });
     const limit = await runCli([
       'worker',
       '--provider-url',

@@ -11,7 +11,7 @@ import {
   type Engine,
   type Harness,
 } from './operations-fixtures.js';
-import { requestCancel } from '../../src/operations/ledger-commands.js';
+import { requestCancel } from '../../src/operations/ledger-transitions.js';
 
 const args = { service: 'billing', version: '1.4.2' };
 

@@ -20,7 +20,7 @@ import {
   tempDir,
   TEST_POLICY,
 } from './operations-fixtures.js';
-import { requestCancel } from '../../src/operations/ledger-commands.js';
+import { requestCancel } from '../../src/operations/ledger-transitions.js';
 
 const args = { service: 'billing', version: '3.1.0' };
 

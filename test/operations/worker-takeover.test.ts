@@ -22,7 +22,7 @@ import {
   tempDir,
   TEST_POLICY,
 } from './operations-fixtures.js';
-import { requestCancel, startAttempt } from '../../src/operations/ledger-commands.js';
+import { requestCancel, startAttempt } from '../../src/operations/ledger-transitions.js';
 
 const args = { service: 'billing', version: '2.0.0' };
 

@@ -281,8 +281,8 @@ describe('the provider as a separate process', () => {
     expect((await unknown.exited).code).toBe(2);
     const help = run(['--help']);
     expect((await help.exited).code).toBe(0);
-    expect(help.stderr()).toMatch(/Usage: idem provider --mode key\|reference\|none/);
-    expect(help.stdout()).toBe('');
+    expect(help.stdout()).toMatch(/^Usage: idem provider --mode key\|reference\|none/);
+    expect(help.stderr()).toBe('');
   });
 
   it('exit: the process dies after committing; restarted on the same db, the deployment is there', async () => {

@@ -53,12 +53,13 @@ export interface CallStatements {
 }
 
 /**
- * The statements every call sends, named or not. The names carry a version: a statement whose text
+ * The statements every call sends, each with a name (a connection without prepared statements
+ * sends them unnamed; see PostgresConnection). The names carry a version: a statement whose text
  * changes must get a new name, since node-postgres refuses one name for two texts on a connection.
  * Their result types never depend on the table's columns (`row_to_json`, or no rows), so a
  * migration that adds a column cannot invalidate a plan cached on a live connection.
  */
-export function callStatements(named: boolean): CallStatements {
+export function callStatements(): CallStatements {
   const find = `SELECT source, data FROM (
        SELECT 'operation' AS source, row_to_json(o)::text AS data, o.version, 0 AS arm
        FROM idem_operations o WHERE ${keyWhere(1, 5)}
@@ -74,11 +75,9 @@ export function callStatements(named: boolean): CallStatements {
        ON CONFLICT DO NOTHING RETURNING 1)
      SELECT (SELECT count(*) FROM inserted)::int AS inserted,
        EXISTS (SELECT 1 FROM idem_tombstones WHERE ${keyWhere(2, 6)}) AS tombstoned`;
-  return named
-    ? {
-        find: { name: 'idem_find_v2', text: find },
-        upsert: { name: 'idem_upsert_v2', text: UPSERT },
-        insertNew: { name: 'idem_insert_new_v3', text: insertNew },
-      }
-    : { find: { text: find }, upsert: { text: UPSERT }, insertNew: { text: insertNew } };
+  return {
+    find: { name: 'idem_find_v2', text: find },
+    upsert: { name: 'idem_upsert_v2', text: UPSERT },
+    insertNew: { name: 'idem_insert_new_v3', text: insertNew },
+  };
 }

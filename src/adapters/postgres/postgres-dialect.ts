@@ -13,7 +13,7 @@ import {
 } from '../operation-rows.js';
 import { callStatements } from './call-statements.js';
 
-const CALL = callStatements(true);
+const CALL = callStatements();
 
 type FoundRow = { source: string; data: string };
 

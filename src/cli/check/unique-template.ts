@@ -33,11 +33,6 @@ export function hasUnique(value: unknown): boolean {
   return false;
 }
 
-/** The names of the top-level arguments whose value holds `{{unique}}`. */
-export function varyingArguments(template: Record<string, unknown>): string[] {
-  return Object.entries(template).flatMap(([name, value]) => (hasUnique(value) ? [name] : []));
-}
-
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -11,7 +11,7 @@ import {
   startAttempt,
   transition,
   type OperationPatch,
-} from '../../operations/ledger-commands.js';
+} from '../../operations/ledger-transitions.js';
 import type { IdemStore } from '../../ports/idem-store.js';
 import type { MaybePromise } from '../../ports/maybe-async.js';
 import type { ReceiptTransaction } from '../../ports/receipt-store.js';

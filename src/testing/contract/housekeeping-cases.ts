@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { requestCancel } from '../../operations/ledger-commands.js';
+import { requestCancel } from '../../operations/ledger-transitions.js';
 import type { SweepOptions } from '../../ports/housekeeping.js';
 import {
   DAY,

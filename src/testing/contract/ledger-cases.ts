@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import type { OperationRecord } from '../../core/operation-record.js';
 import { OPERATION_STATES, type OperationState } from '../../core/operation-state.js';
-import { requestCancel, startAttempt } from '../../operations/ledger-commands.js';
+import { requestCancel, startAttempt } from '../../operations/ledger-transitions.js';
 import {
   AMBIGUOUS,
   DAY,

@@ -1,10 +1,10 @@
 import * as assert from 'node:assert/strict';
-import { commandCases } from './command-cases.js';
 import { Harness, identity, LEASE_MS, type ContractCase, type StoreContractFactory } from './harness.js';
 import { housekeepingCases } from './housekeeping-cases.js';
 import { ledgerCases } from './ledger-cases.js';
 import { outboxCases } from './outbox-cases.js';
 import { receiptCases, type Case } from './receipt-cases.js';
+import { transitionCases } from './transition-cases.js';
 import { versionCases } from './version-cases.js';
 
 export type { ContractCase, ContractStore, StoreContractFactory } from './harness.js';
@@ -21,7 +21,7 @@ export function storeContract<Tx>(factory: StoreContractFactory<Tx>): ContractCa
     ...versionCases(factory),
     abortCase<Tx>(),
     ...ledgerCases<Tx>(),
-    ...commandCases<Tx>(),
+    ...transitionCases<Tx>(),
     ...outboxCases<Tx>(),
     ...housekeepingCases<Tx>(),
   ];

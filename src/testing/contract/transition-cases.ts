@@ -7,7 +7,7 @@ import {
   startAttempt,
   type OperationPatch,
   type Resolution,
-} from '../../operations/ledger-commands.js';
+} from '../../operations/ledger-transitions.js';
 import type { IdemStore } from '../../ports/idem-store.js';
 import {
   AMBIGUOUS,
@@ -28,8 +28,8 @@ import type { Case } from './receipt-cases.js';
 
 const UNKNOWN_ID = 'op_00000000000000000000000000000000';
 
-/** The ledger commands (transition, startAttempt, requestCancel, resolve) over `ledger.update`. */
-export function commandCases<Tx>(): Array<Case<Tx>> {
+/** The ledger transitions (transition, startAttempt, requestCancel, resolve) over `ledger.update`. */
+export function transitionCases<Tx>(): Array<Case<Tx>> {
   const attempt = (h: Harness<Tx>, op: OperationRecord, workerId: string, from: OperationState[]) =>
     startAttempt(h.store.ledger, op.operationId, {
       workerId,
