@@ -17,7 +17,7 @@ export {
   type UnknownOutcomeContext,
 } from './durable-handler.js';
 export { resolveOperation, givenFieldsProblem, type SuccessFieldsByOperation } from './operation-resolver.js';
-export type { Resolution } from './ledger-commands.js';
+export type { Resolution } from './ledger-transitions.js';
 export type { OperatorResolution } from '../core/operation-changes.js';
 export {
   startWorker,
