@@ -232,6 +232,48 @@ describe.each(BACKENDS)('a user’s durable tool through public entries ($name)'
     expect(payments.byKey.size).toBe(1);
   });
 
+  it('a fingerprint that leaves out a free-text field: a rephrased retry is the same operation, another amount a conflict', async () => {
+    const { executor } = await setup();
+    const server = new McpServer({ name: 'payments', version: '1.0.0' });
+    registerDurableTool(server, executor, {
+      name: 'create_payment',
+      version: 1,
+      description: 'Creates a payment.',
+      inputSchema: { amount_cents: z.number().int().min(1), memo: z.string().optional() },
+      fingerprint: { exclude: ['memo'] },
+    });
+    registerOperationTools(server, executor);
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    attachAuthInfo(serverSide, principalAuthInfo('alice'));
+    const client = new Client({ name: 'alice', version: '0' });
+    await client.connect(clientSide);
+    open.push(async () => {
+      await client.close();
+      await server.close();
+    });
+    const call = async (args: Record<string, unknown>) =>
+      (await client.callTool({ name: 'create_payment', arguments: args })).structuredContent as Structured;
+    const first = await call({ workspace: 'w', idempotency_key: 'k-fp', amount_cents: 500, memo: 'rent' });
+    expect(first.status).toBe('accepted');
+    const rephrased = await call({
+      workspace: 'w',
+      idempotency_key: 'k-fp',
+      amount_cents: 500,
+      memo: 'the rent for December',
+    });
+    // The same operation, not yet carried out (no worker here): after the bounded wait, its handle.
+    expect(rephrased).toMatchObject({
+      status: 'running',
+      operation_id: first.operation_id,
+      error: { code: 'in_progress', retryable: true },
+    });
+    const other = await call({ workspace: 'w', idempotency_key: 'k-fp', amount_cents: 501, memo: 'rent' });
+    expect(other.error).toMatchObject({ code: 'payload_conflict', retryable: false });
+    const tool = (await client.listTools()).tools.find((t) => t.name === 'create_payment');
+    expect(tool?.description).toMatch(/amount_cents/);
+  });
+
   it('renamed tools: next_action names the status tool registered; a cancel before dispatch ends cancelled', async () => {
     const { store, executor } = await setup();
     const payments = fakePayments();
