@@ -105,6 +105,46 @@ describe.each(['custom-tool', 'custom-tool-v1'])('README example %s (a stdio ser
   });
 });
 
+describe('README example quickstart-tool (the front page: a tool of your own over stdio)', () => {
+  it('lists add_todo with its fields, adds one todo per key, refuses another workspace', async () => {
+    const dbPath = join(makeTempDir(), 'todos.sqlite');
+    const client = new Client({ name: 'examples-test', version: '0.0.0' });
+    clients.push(client);
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [examplePath('quickstart-tool')],
+        cwd: REPO_ROOT,
+        env: cleanEnv({ TODOS_DB: dbPath }),
+        stderr: 'ignore',
+      }),
+    );
+    const [tool] = (await client.listTools()).tools;
+    expect(tool?.name).toBe('add_todo');
+    expect(Object.keys(tool?.inputSchema.properties ?? {}).sort()).toEqual([
+      'idempotency_key',
+      'title',
+      'workspace',
+    ]);
+    const args = { idempotency_key: randomUUID(), workspace: 'home', title: 'Buy milk' };
+    const first = await callTool(client, 'add_todo', args);
+    expect(first.sc).toMatchObject({ status: 'succeeded', replayed: false });
+    expect((await callTool(client, 'add_todo', args)).sc).toEqual({ ...first.sc, replayed: true });
+    const conflict = await callTool(client, 'add_todo', { ...args, title: 'Buy bread' });
+    expect(conflict.sc.error?.code).toBe('payload_conflict');
+    const elsewhere = await callTool(client, 'add_todo', { ...args, workspace: 'work' });
+    expect(elsewhere.sc.error?.code).toBe('forbidden');
+    const db = openSqlite(dbPath, { readonly: true });
+    try {
+      expect(db.prepare('SELECT id, workspace, title FROM todos').all()).toEqual([
+        { id: first.sc.resource_id, workspace: 'home', title: 'Buy milk' },
+      ]);
+    } finally {
+      db.close();
+    }
+  });
+});
+
 describe('README example oauth-resource-server (JWT access tokens over HTTP)', () => {
   it('acts as the token subject in the token workspaces, and challenges without a token', async () => {
     const issuer = await TestIssuer.start();

@@ -7,7 +7,8 @@ import { REPO_ROOT } from '../helpers/mcp-fixtures.js';
  * The TypeScript examples of the README and of the guides in docs/ are files under examples/
  * (compiled and run by examples.test.ts and its neighbours). Each ```ts block must follow a
  * `<!-- examples/NAME.ts -->` marker and equal that file exactly, so that an example can no
- * longer drift from the code that runs.
+ * longer drift from the code that runs; and every file in examples/ is shown (under its marker)
+ * or linked (`[…](examples/NAME.ts)`, `../examples/` from docs/) by the README or a guide.
  */
 const README = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
 const GUIDES = readdirSync(join(REPO_ROOT, 'docs'))
@@ -40,8 +41,11 @@ function typeScriptBlocks(markdown: string): Block[] {
 describe('README examples', () => {
   const blocks = typeScriptBlocks(README);
 
-  it('has TypeScript examples at all', () => {
-    expect(blocks.length).toBeGreaterThanOrEqual(4);
+  it('shows a client and a tool of your own', () => {
+    expect(blocks.map((b) => b.marker)).toEqual([
+      'examples/quickstart-client.ts',
+      'examples/quickstart-tool.ts',
+    ]);
   });
 
   it.each(blocks.map((b) => [b.line, b] as const))(
@@ -51,10 +55,6 @@ describe('README examples', () => {
       expect(block.code).toBe(readFileSync(join(REPO_ROOT, block.marker as string), 'utf8'));
     },
   );
-
-  it('shows or links every file in examples/', () => {
-    for (const file of EXAMPLES) expect(README).toContain(`examples/${file}`);
-  });
 });
 
 describe('the guides in docs/', () => {
@@ -66,6 +66,17 @@ describe('the guides in docs/', () => {
       ).toBeDefined();
       expect(block.code, `${guide} line ${block.line}`).toBe(
         readFileSync(join(REPO_ROOT, block.marker as string), 'utf8'),
+      );
+    }
+  });
+
+  it('the README or a guide shows or links every file in examples/', () => {
+    const all = [README, ...GUIDES.map((guide) => readFileSync(join(REPO_ROOT, guide), 'utf8'))].join('\n');
+    for (const file of EXAMPLES) {
+      expect(all, `examples/${file} is neither shown nor linked`).toMatch(
+        new RegExp(
+          `<!-- examples/${file.replace('.', '\\.')} -->|\\]\\((\\.\\./)?examples/${file.replace('.', '\\.')}\\)`,
+        ),
       );
     }
   });
