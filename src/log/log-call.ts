@@ -6,7 +6,7 @@ import { jsonLine } from './json-logger.js';
 /** The event name of the one line every tool call logs. */
 export const CALL_EVENT = 'idem.call';
 
-/** What one `idem.call` line says (README, "Logs", lists each field). Ids, names, codes: no values. */
+/** What one `idem.call` line says (docs/server.md, "Logs", lists each field). Ids, names, codes: no values. */
 export interface CallLine {
   /** `create_note@v1` for a mutating tool, the bare name (`get_operation`) for a read tool. */
   readonly tool: string;

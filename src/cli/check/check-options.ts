@@ -61,7 +61,7 @@ Options:
   --count-tool NAME    a read tool whose result lists the effects (default: found by itself)
   --count-path PATH    the array (or number) in its result that counts them (default: the array
                        that one call grows)
-  --config FILE        JSON with the same settings per tool (see the README)
+  --config FILE        JSON with the same settings per tool (see docs/check.md)
   --token T            bearer token (HTTP) or the value of --token-env (stdio)
   --token2 T           a second principal's token: adds the cross-principal row
   --token-env NAME     environment variable that carries a token to a stdio server (default IDEM_TOKEN)
