@@ -30,6 +30,7 @@ export const TOOL_ERROR_CODES = [...ERROR_CODES, ...CLIENT_FAILURE_CODES] as con
 
 export type ToolErrorCode = (typeof TOOL_ERROR_CODES)[number];
 
+/** True when `value` is one of `TOOL_ERROR_CODES`: a code a client failure may carry. */
 export function isToolErrorCode(value: unknown): value is ToolErrorCode {
   return typeof value === 'string' && (TOOL_ERROR_CODES as readonly string[]).includes(value);
 }

@@ -13,8 +13,9 @@ import { RUN_COMMAND, type CommandHandler } from './command-handler.js';
 /** The read tool's name. */
 export const READ_COMMAND_OUTPUT = 'read_command_output';
 
-/** Default and largest `limit` of one read_command_output call, bytes. */
+/** Default `limit` of one read_command_output call, bytes. */
 export const DEFAULT_READ_LIMIT = 16 * 1024;
+/** The largest `limit` one read_command_output call accepts, bytes. */
 export const MAX_READ_LIMIT = 256 * 1024;
 
 export interface CommandToolsOptions<App> {
