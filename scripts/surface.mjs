@@ -7,8 +7,8 @@
 //   npm run surface                    writes api/surface.txt
 //   node scripts/surface.mjs --check   exits 1, printing the difference, when api/surface.txt is not
 //                                      what the source exports; and when an exported function,
-//                                      class or constant (in idem and idem/store: any name) has
-//                                      no doc comment
+//                                      class or constant (outside the store adapters and ORM
+//                                      integrations: any name) has no doc comment
 //   --root <dir>, --record <file>      another package directory, another record (for tests)
 //
 // The record is one line per name, grouped by entry: `<kind> <name>`, kind one of function, class,
@@ -160,16 +160,16 @@ export function diffSurface(recorded, current) {
 }
 
 /**
- * The entries every one of whose names, types too, must carry a doc comment. Elsewhere the rule
- * covers the values (functions, classes, constants) until the types there are documented too.
+ * Entries where the rule covers the values (functions, classes, constants) only, until their option
+ * types are documented too; in every other entry each name, types too, carries a doc comment.
  */
-const FULLY_DOCUMENTED = new Set(['.', './store']);
+const VALUES_ONLY = new Set(['./sqlite', './postgres', './kysely', './drizzle', './prisma']);
 
 /** Exported names without a doc comment that the rule requires one for. */
 export function undocumented(surface) {
   return surface.flatMap(({ subpath, names }) =>
     names
-      .filter((n) => (FULLY_DOCUMENTED.has(subpath) || VALUE_KINDS.has(n.kind)) && !n.documented)
+      .filter((n) => (!VALUES_ONLY.has(subpath) || VALUE_KINDS.has(n.kind)) && !n.documented)
       .map((n) => `${subpath === '.' ? 'idem' : `idem/${subpath.slice(2)}`}: ${n.kind} ${n.name}`),
   );
 }

@@ -18,6 +18,7 @@ export const DEFAULT_READ_LIMIT = 16 * 1024;
 /** The largest `limit` one read_command_output call accepts, bytes. */
 export const MAX_READ_LIMIT = 256 * 1024;
 
+/** What `commandTools` builds `run_command` and `read_command_output` from. */
 export interface CommandToolsOptions<App> {
   readonly executor: Executor<App>;
   /** The handler the worker runs commands with: its commands and output directory are the tools'. */

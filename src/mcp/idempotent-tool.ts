@@ -89,6 +89,7 @@ interface ToolDefinition<Input extends ToolInput> {
   readonly operatorHint?: string;
 }
 
+/** An idempotent tool's definition (name, version, input, ...) and the effect it commits once per key. */
 export interface IdempotentToolConfig<App, Input extends ToolInput> extends ToolDefinition<Input> {
   /** Runs inside the store's transaction with the application handle (synchronously on SQLite). */
   effect(app: App, args: ToolArgs<Input>, context: EffectContext): EffectResult | Promise<EffectResult>;
