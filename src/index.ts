@@ -1,3 +1,10 @@
+/**
+ * `idem`: what a tool author needs to make a mutating operation safe to retry. The `Executor` and
+ * the operations it runs (`IdempotentOperation`, `DurableOperation`), a call's request and outcome,
+ * Idem's errors and their stable codes, the clock, the logger, the retry policy of durable work.
+ * Stores come from `idem/sqlite`, `idem/postgres` or an ORM entry; what a store or integration
+ * author implements is in `idem/store`; fakes and the store contract suite in `idem/testing`.
+ */
 export {
   IdemError,
   isIdemError,
@@ -5,19 +12,14 @@ export {
   isAbortReason,
   ERROR_CODES,
   NEXT_STEPS,
-  storageCauseOf,
   type ErrorCode,
   type NextStep,
   type IdemErrorOptions,
-  type StorageCause,
 } from './core/errors.js';
 export { systemClock, type Clock } from './core/clock.js';
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './core/retry-policy.js';
-export { validateIdempotencyKey, MAX_KEY_LENGTH } from './core/idempotency-key.js';
-export { canonicalArguments, fingerprint } from './core/fingerprint.js';
 export type { FingerprintSelection } from './core/fingerprint-selection.js';
-export type { Scope, OperationIdentity } from './core/operation-identity.js';
-export type { Receipt, Tombstone, Existing } from './core/receipt.js';
+export type { OperationIdentity } from './core/operation-identity.js';
 export type { JsonObject, JsonValue } from './core/json.js';
 export type { Logger, LogFields } from './core/logger.js';
 export { jsonLogger } from './log/json-logger.js';
@@ -29,39 +31,16 @@ export {
   type LineWriter,
 } from './log/to-logger.js';
 export { intentDigest } from './core/intent-digest.js';
-export { FaultPoints, type FaultPoint, type FaultAction } from './core/fault-points.js';
-export { DEFAULT_SWEEP_BATCH_BUDGET_MS, DEFAULT_SWEEP_MAX_DUTY } from './core/batch-sizer.js';
-export { DEFAULT_TOMBSTONE_TTL_MS } from './core/tombstone-ttl.js';
 export {
   Executor,
   DEFAULT_RETENTION_MS,
   type Authorize,
   type IdempotentOperation,
+  type DurableOperation,
   type CallRequest,
-  type CallOutcome,
   type ExecutorOptions,
 } from './executor/executor.js';
+export type { CallOutcome, OutcomeStatus, OutcomeEvidence } from './executor/call-outcome.js';
 export type { EffectContext, EffectResult } from './executor/effect.js';
-export { commitOnce, type CommitUnit, type CommitOutcome } from './executor/commit-once.js';
-export * from './ports/index.js';
-export {
-  transition,
-  startAttempt,
-  requestCancel,
-  resolve,
-  type OperationPatch,
-  type TransitionRequest,
-  type AttemptStart,
-  type Resolution,
-} from './operations/ledger-transitions.js';
-export { SqlStore, sqlStore, type SqlStoreOptions } from './adapters/sql/sql-store.js';
-export type {
-  CallSql,
-  SqlConnection,
-  SqlDialect,
-  SqlDriver,
-  SqlStatement,
-  SqlTransactionOptions,
-  SqlValue,
-  SweepPacing,
-} from './adapters/sql/sql-driver.js';
+export type { OutboxIntent } from './ports/receipt-store.js';
+export type { IdemStore } from './ports/idem-store.js';

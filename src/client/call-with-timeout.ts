@@ -5,6 +5,7 @@ import { classifyFailure, type FailureKind } from './classify-failure.js';
 import type { McpClient } from './connect-target.js';
 import { readToolReply, type ToolReply } from './tool-reply.js';
 
+/** How one attempt of a tool call ended: a reply (success or tool error) or a classified failure. */
 export type AttemptResult =
   | { readonly kind: 'reply'; readonly reply: ToolReply }
   | { readonly kind: 'failure'; readonly failure: FailureKind };

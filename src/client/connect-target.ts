@@ -21,8 +21,10 @@ export interface StdioTarget {
   readonly onStderr?: (chunk: string) => void;
 }
 
+/** A server to connect to: over Streamable HTTP (`url`) or as a stdio child process (`command`). */
 export type McpTarget = HttpTarget | StdioTarget;
 
+/** How `connectTarget` connects: signal, connect timeout, a transport wrapper, the client's name. */
 export interface ConnectTargetOptions {
   signal?: AbortSignal;
   /** Connect timeout, ms. Default 10 s. */

@@ -14,6 +14,7 @@ import type { IntentRun } from './intent-run.js';
 import { replyVerdict } from './reply-verdict.js';
 import type { ToolError } from './tool-reply.js';
 
+/** How an `IdemClient` is built: its intent journal, how it connects, and its retry defaults. */
 export interface IdemClientOptions {
   /** Where intents are recorded before their first attempt. */
   journal: IntentJournal;
@@ -44,6 +45,7 @@ export interface IdemClientOptions {
   logger?: ClientLoggerOption;
 }
 
+/** How one `IdemClient.call` runs: its signal, your intent id, the retry policy it follows. */
 export interface CallOptions {
   signal?: AbortSignal;
   /**
@@ -56,6 +58,7 @@ export interface CallOptions {
   policy?: Partial<RetryPolicy>;
 }
 
+/** How `IdemClient.resume` carries on a journalled intent: signal, retry policy, its arguments if needed. */
 export interface ResumeOptions {
   signal?: AbortSignal;
   policy?: Partial<RetryPolicy>;

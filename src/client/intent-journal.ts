@@ -9,6 +9,7 @@ import type { IntentOutcome } from './intent-outcome.js';
 /** `pending`: written, not settled (in flight, or its process died). `outcome_unknown`: gave up for now. */
 export type IntentStatus = 'pending' | 'succeeded' | 'failed' | 'outcome_unknown';
 
+/** One intended action as the journal keeps it: tool, key, arguments digest, status and outcome. */
 export interface JournalIntent {
   readonly intentId: string;
   readonly tool: string;
@@ -40,6 +41,7 @@ export interface IntentHandoff {
   readonly operationId?: string;
 }
 
+/** What the client records before an intent's first attempt. */
 export interface NewIntent {
   readonly intentId: string;
   readonly tool: string;
@@ -50,6 +52,7 @@ export interface NewIntent {
   readonly keepArguments?: boolean;
 }
 
+/** An `IntentJournal`'s clock (default the system clock). */
 export interface IntentJournalOptions {
   clock?: Clock;
 }

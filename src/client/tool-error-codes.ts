@@ -28,8 +28,10 @@ export const CLIENT_FAILURE_CODES = [
 /** Every code a client failure (`ToolError.code`) carries: closed, stable, public API. */
 export const TOOL_ERROR_CODES = [...ERROR_CODES, ...CLIENT_FAILURE_CODES] as const;
 
+/** One of `TOOL_ERROR_CODES`: an Idem error code or a client failure code. */
 export type ToolErrorCode = (typeof TOOL_ERROR_CODES)[number];
 
+/** True when `value` is one of `TOOL_ERROR_CODES`: a code a client failure may carry. */
 export function isToolErrorCode(value: unknown): value is ToolErrorCode {
   return typeof value === 'string' && (TOOL_ERROR_CODES as readonly string[]).includes(value);
 }

@@ -33,6 +33,11 @@ export function errorLabel(error: ToolError): string {
   return error.code;
 }
 
+/**
+ * Reads a `tools/call` result of any shape: `structuredContent` when it is an object, else the first
+ * text block parsed as JSON when it is an object, else the text blocks joined as `{ text }`; `isError`
+ * as sent, and the URIs of any resource links. Never throws.
+ */
 export function readToolReply(result: unknown): ToolReply {
   const raw = (typeof result === 'object' && result !== null ? result : {}) as {
     isError?: unknown;

@@ -33,6 +33,7 @@ export const DEFAULT_KILL_GRACE_MS = 5000;
 /** Default time an accepted command may wait for a worker before it fails unstarted. */
 export const DEFAULT_START_WITHIN_MS = 60 * 60_000;
 
+/** How a `CommandHandler` runs commands: the command set, the output directory, limits and grace. */
 export interface CommandHandlerOptions {
   readonly commands: CommandSet;
   /** Where each run's output file and side file go (created if missing). */

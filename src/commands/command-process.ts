@@ -5,6 +5,7 @@ import { childEnvironment, type CommandSpec } from './command-spec.js';
 /** Why Idem stopped a process (it was signalled before it exited by itself). */
 export type StopCause = 'cancel' | 'timeout' | 'lease_lost';
 
+/** How one command process ended: pid (or why it did not start), exit code or signal, why it was stopped. */
 export interface ProcessRun {
   /** Undefined when the process could not be started (then `spawnError` says why). */
   readonly pid?: number;
@@ -18,6 +19,7 @@ export interface ProcessRun {
   readonly durationMs: number;
 }
 
+/** What `runProcess` runs, where its output goes, and what stops it (cancel, lease loss, timeout). */
 export interface RunProcessOptions {
   readonly spec: CommandSpec;
   readonly clock: Clock;

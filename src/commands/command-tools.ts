@@ -13,10 +13,12 @@ import { RUN_COMMAND, type CommandHandler } from './command-handler.js';
 /** The read tool's name. */
 export const READ_COMMAND_OUTPUT = 'read_command_output';
 
-/** Default and largest `limit` of one read_command_output call, bytes. */
+/** Default `limit` of one read_command_output call, bytes. */
 export const DEFAULT_READ_LIMIT = 16 * 1024;
+/** The largest `limit` one read_command_output call accepts, bytes. */
 export const MAX_READ_LIMIT = 256 * 1024;
 
+/** What `commandTools` builds `run_command` and `read_command_output` from. */
 export interface CommandToolsOptions<App> {
   readonly executor: Executor<App>;
   /** The handler the worker runs commands with: its commands and output directory are the tools'. */

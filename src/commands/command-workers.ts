@@ -5,6 +5,7 @@ import { Worker } from '../operations/worker.js';
 import type { IdemStore } from '../ports/idem-store.js';
 import { RUN_COMMAND, type CommandHandler } from './command-handler.js';
 
+/** What `startCommandWorkers` runs: the store's ledger, the handler, and how many loops. */
 export interface CommandWorkersOptions<App> {
   readonly store: Pick<IdemStore<App>, 'ledger'>;
   readonly handler: CommandHandler;

@@ -11,6 +11,7 @@ export interface Clock {
   sleep(ms: number, options?: { signal?: AbortSignal }): Promise<void>;
 }
 
+/** The real clock: `Date.now()` for instants, `performance.now()` for durations, timers for `sleep`. */
 export const systemClock: Clock = {
   // eslint-disable-next-line no-restricted-properties -- the one place wall time is read
   now: () => Date.now(),

@@ -17,6 +17,7 @@ export const ERROR_CODES = [
   'internal',
 ] as const;
 
+/** One of `ERROR_CODES`: the stable code of an `IdemError`, public API. */
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /**
@@ -30,6 +31,7 @@ export type ErrorCode = (typeof ERROR_CODES)[number];
  */
 export const NEXT_STEPS = ['follow_operation', 'operator_settles', 'new_key', 'inspect_operation'] as const;
 
+/** One of `NEXT_STEPS`: what a caller can do next, as a fact. */
 export type NextStep = (typeof NEXT_STEPS)[number];
 
 /** Whether a caller may retry the same call unchanged, per code, unless an error says otherwise. */
@@ -52,15 +54,19 @@ const RETRYABLE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   internal: false,
 };
 
+/** What an `IdemError` carries beside its code and message. */
 export interface IdemErrorOptions {
+  /** Whether the same call may succeed when sent again. Default: what the code implies. */
   retryable?: boolean;
   /** A hint for when a retry may succeed, in milliseconds. */
   retryAfterMs?: number;
+  /** The operation the error is about, when one exists. */
   operationId?: string;
   /** What the caller should do next, in one sentence a model can follow. Wins over `nextStep`. */
   nextAction?: string;
   /** What the caller should do next as a fact (with `operationId`), for the front end to word. */
   nextStep?: NextStep;
+  /** What went wrong underneath, kept for logs (`Error.cause`); never shown to a caller. */
   cause?: unknown;
 }
 

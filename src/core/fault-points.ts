@@ -16,8 +16,14 @@ export type FaultPoint =
   // Outbox:
   | 'outbox_after_send'; // message delivered, not yet marked done
 
+/** What an armed point does when hit: throw to simulate a crash there, or record the hit. */
 export type FaultAction = (point: FaultPoint) => void;
 
+/**
+ * A set of armed fault points for tests: the executor, the worker and the outbox call `hit` at each
+ * named point, and an armed point runs its action there (throw to simulate a crash). Unarmed, a hit
+ * does nothing.
+ */
 export class FaultPoints {
   readonly #armed = new Map<FaultPoint, { action: FaultAction; remaining: number }>();
 
@@ -26,11 +32,13 @@ export class FaultPoints {
     this.#armed.set(point, { action, remaining: times });
   }
 
+  /** Disarms `point`, or every point when none is named. */
   disarm(point?: FaultPoint): void {
     if (point === undefined) this.#armed.clear();
     else this.#armed.delete(point);
   }
 
+  /** Runs `point`'s action if it is armed (counting down its remaining hits); else nothing. */
   hit(point: FaultPoint): void {
     const armed = this.#armed.get(point);
     if (armed === undefined) return;

@@ -11,6 +11,7 @@ export const OPERATION_STATES = [
   'outcome_unknown',
 ] as const;
 
+/** One of `OPERATION_STATES`: where an operation stands. */
 export type OperationState = (typeof OPERATION_STATES)[number];
 
 /**

@@ -17,6 +17,7 @@ export interface Tombstone {
   readonly expiresAt: number;
 }
 
+/** What a store holds for an identity: its record (a receipt), or the tombstone left after its retention. */
 export type Existing =
   | { readonly kind: 'receipt'; readonly receipt: Receipt }
   | { readonly kind: 'tombstone'; readonly tombstone: Tombstone };

@@ -5,6 +5,10 @@ import type { OperationRecord } from '../core/operation-record.js';
 /** The `status` a caller sees when it differs from what the error code implies. */
 export type OutcomeStatus = 'running' | 'failed' | 'outcome_unknown';
 
+/**
+ * How a call ended, never thrown: `ok` with the stored result (`replayed` when an earlier call made
+ * it), or an `IdemError` with its stable code, and for a stored operation its status and evidence.
+ */
 export type CallOutcome =
   | {
       readonly ok: true;

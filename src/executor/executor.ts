@@ -83,6 +83,7 @@ export interface DurableOperation extends OperationDefinition {
   readonly policy?: RetryPolicy;
 }
 
+/** One call as the executor receives it: who, where, with which key and arguments (and a `signal`). */
 export interface CallRequest<Args> extends SignalOption {
   /** The authenticated principal, resolved by the caller's transport; never from tool arguments. */
   readonly principal: string;
@@ -91,7 +92,9 @@ export interface CallRequest<Args> extends SignalOption {
    * `authInfo.extra`, e.g. the token's workspaces), handed to `authorize` as it is.
    */
   readonly credentials?: Readonly<Record<string, unknown>>;
+  /** The workspace to act in; `authorize` decides whether the principal holds it. */
   readonly workspace: string;
+  /** The idempotency key as the caller sent it: checked here (1 to 255 printable ASCII characters). */
   readonly key: unknown;
   /**
    * Validated arguments without the key: what the effect receives and a durable operation stores,
@@ -100,11 +103,15 @@ export interface CallRequest<Args> extends SignalOption {
   readonly args: Args;
 }
 
+/** How an `Executor` is built: its store and authorization, and optionally clock, logger and waits. */
 export interface ExecutorOptions<App> {
+  /** Where receipts, operations and outbox messages live; its `Tx` is what effects receive. */
   store: IdemStore<App>;
   /** Named places where tests inject failures (`after_claim` ... `after_commit`). */
   faults?: FaultPoints;
+  /** Checks every call's principal and workspace before it executes or replays. */
   authorize: Authorize;
+  /** Time for deadlines, waits and stored instants. Default `systemClock`. */
   clock?: Clock;
   /**
    * An Idem `Logger`, a pino logger, `console` (every level on stderr) or a function that writes

@@ -26,23 +26,20 @@ export {
   type ToolShape,
   type ArgsOf,
 } from './idem-tool.js';
-export {
-  advertisedSchema,
-  withCachedJsonSchema,
-  type AdvertisedSchema,
-  type JsonStandardSchema,
-  type JsonSchemaOptions,
-  type StandardResult,
+export type {
+  AdvertisedSchema,
+  JsonStandardSchema,
+  JsonSchemaOptions,
+  StandardResult,
 } from './advertised-schema.js';
 export {
-  idemResultShape,
   idemResultSchema,
   errorContent,
   toolResult,
   outcomeResult,
   type IdemToolResult,
 } from './tool-result.js';
-export { idempotencyInstructions, humanDuration } from './tool-description.js';
+export { idempotencyInstructions } from './tool-description.js';
 export {
   followUpText,
   nextActionOf,
@@ -65,4 +62,4 @@ export {
   type IdemIdentity,
   type IdentityClaimNames,
 } from './idem-identity.js';
-export { prototypeKeyRefusal, prototypeKeyHolder, type ToolCallResponse } from './prototype-key-refusal.js';
+export { prototypeKeyRefusal, type ToolCallResponse } from './prototype-key-refusal.js';

@@ -14,7 +14,9 @@ export interface FollowUpNames {
   readonly operatorHint?: string;
 }
 
+/** The status tool a follow-up sentence names unless told otherwise (`FollowUpNames.statusTool`). */
 export const DEFAULT_STATUS_TOOL = 'get_operation';
+/** The operator command a follow-up sentence names unless told otherwise (`FollowUpNames.operatorHint`). */
 export const DEFAULT_OPERATOR_HINT = 'idem ops resolve';
 
 /** The sentence a model follows for `step` on operation `operationId`. */

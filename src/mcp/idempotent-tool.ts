@@ -25,12 +25,14 @@ import { errorContent, idemResultSchema, outcomeResult, toolResult } from './too
 import { ToolCallLog } from './tool-call-log.js';
 import { validateArguments } from './validate-arguments.js';
 
+/** The `workspace` argument every Idem tool declares: 1 to 128 characters, held by the caller's credentials. */
 export const workspaceField = z
   .string()
   .min(1)
   .max(128)
   .describe('The workspace to act in. It must be one that your credentials hold.');
 
+/** The `idempotency_key` argument every mutating Idem tool declares: 1 to 255 printable ASCII characters. */
 export const idempotencyKeyField = z
   .string()
   .min(1)
@@ -87,6 +89,7 @@ interface ToolDefinition<Input extends ToolInput> {
   readonly operatorHint?: string;
 }
 
+/** An idempotent tool's definition (name, version, input, ...) and the effect it commits once per key. */
 export interface IdempotentToolConfig<App, Input extends ToolInput> extends ToolDefinition<Input> {
   /** Runs inside the store's transaction with the application handle (synchronously on SQLite). */
   effect(app: App, args: ToolArgs<Input>, context: EffectContext): EffectResult | Promise<EffectResult>;

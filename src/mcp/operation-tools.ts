@@ -8,6 +8,7 @@ import type { IdemTool } from './idem-tool.js';
 import { operationView } from './operation-view.js';
 import { readTool, type ReadContext } from './read-tool.js';
 
+/** The cancel tool's name unless `OperationToolsOptions.cancelTool` says otherwise. */
 export const DEFAULT_CANCEL_TOOL = 'cancel_operation';
 
 /** How `operationTools` (and `registerOperationTools`) name and guard the two tools. */

@@ -23,6 +23,7 @@ export interface ReadContext {
   readonly operation?: (record: ReadOperation) => void;
 }
 
+/** A read tool's definition: name, description, input and output, and the handler it answers with. */
 export interface ReadToolConfig<Input extends ToolInput> {
   readonly name: string;
   readonly title?: string;

@@ -35,6 +35,10 @@ export const idemResultShape = {
   next_action: z.string().optional(),
 };
 
+/**
+ * Idem's output schema for every tool result (success and error alike): a zod object over the result
+ * shape above that lets business fields through.
+ */
 export const idemResultSchema = z.looseObject(idemResultShape);
 
 /**

@@ -20,6 +20,7 @@ import {
   type HttpSuccess,
 } from './http-handler-options.js';
 
+/** How `clientReferenceHandler` sends a body carrying the provider key as a reference, and searches by it. */
 export interface ClientReferenceHandlerOptions extends HttpHandlerOptions {
   /**
    * The JSON request body, from the operation's arguments; the handler adds the provider key

@@ -19,6 +19,7 @@ export function providerKeyFor(operationId: string): string {
   return `idem-${operationId}`;
 }
 
+/** What a durable handler's call is given: the provider key, its time budget and its signals. */
 export interface HandlerCallContext {
   /** `providerKeyFor(operation.operationId)`. */
   readonly providerKey: string;

@@ -18,6 +18,7 @@ import {
   type HttpSuccess,
 } from './http-handler-options.js';
 
+/** How `idempotencyKeyHandler` sends a request with an `Idempotency-Key` header to an HTTP API. */
 export interface IdempotencyKeyHandlerOptions extends HttpHandlerOptions {
   /**
    * The JSON request body, from the operation's arguments (the tool's validated input). Pure. A

@@ -16,6 +16,7 @@ import { networkReason } from './http-exchange.js';
  */
 export const DEFAULT_OUTBOX_MAX_ATTEMPTS = 20;
 
+/** What the outbox dispatcher sends with, from which store, and how it paces and retries. */
 export interface OutboxDispatcherOptions {
   /** Only its outbox is used: any `IdemStore` will do. */
   readonly store: Pick<IdemStore, 'outbox'>;

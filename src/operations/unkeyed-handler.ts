@@ -18,6 +18,7 @@ import {
   type HttpSuccess,
 } from './http-handler-options.js';
 
+/** How `unkeyedHandler` builds the body it sends to an HTTP API that takes no key, and reads its result. */
 export interface UnkeyedHandlerOptions extends HttpHandlerOptions {
   /**
    * The JSON request body, from the operation's arguments (the tool's validated input); sent as

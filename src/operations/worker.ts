@@ -11,6 +11,7 @@ import { OperationProcessor } from './operation-processor.js';
 import { OperationWriter, type Next } from './operation-writer.js';
 import { PollingLoop } from './polling-loop.js';
 
+/** What a worker runs: the ledger, a handler per operation name, and its lease, polling and policy. */
 export interface WorkerOptions {
   /** Only its operations ledger is used: any `IdemStore` will do. */
   readonly store: Pick<IdemStore, 'ledger'>;

@@ -1,5 +1,6 @@
 import type { SignalOption } from './maybe-async.js';
 
+/** One sweep's clock, retention and batching (see `Housekeeping.sweep`). */
 export interface SweepOptions extends SignalOption {
   /** Epoch ms taken as "now" for expiry. */
   readonly now: number;
@@ -31,11 +32,15 @@ export interface SweepOptions extends SignalOption {
   readonly outboxRetentionMs?: number;
 }
 
+/** What one sweep did. */
 export interface SweepResult {
+  /** Final records past their retention turned into tombstones. */
   readonly tombstoned: number;
+  /** Tombstones past their own expiry deleted. */
   readonly tombstonesDeleted: number;
   /** Delivered outbox messages deleted (0 unless `outboxRetentionMs` was given). */
   readonly outboxDeleted: number;
+  /** Transactions the sweep took. */
   readonly batches: number;
 }
 

@@ -2,23 +2,31 @@ import type { AttemptRecord, OperationRecord } from '../core/operation-record.js
 import type { AttemptClosure, RecordChange } from '../core/operation-changes.js';
 import type { SignalOption } from './maybe-async.js';
 
+/** Which operations `list` returns: those in one state (default any), at most `limit`. */
 export interface ListOptions extends SignalOption {
+  /** Only operations in this state. */
   readonly status?: string;
   /** Default 100. */
   readonly limit?: number;
 }
 
+/** Who claims an operation, when, and for how long. */
 export interface ClaimOptions extends SignalOption {
+  /** The worker the lease is given to. */
   readonly workerId: string;
   /** Epoch ms. */
   readonly now: number;
+  /** How long the lease lasts from `now`, ms. */
   readonly leaseMs: number;
 }
 
+/** Who extends a lease, when, and until when. */
 export interface RenewOptions extends SignalOption {
+  /** The worker that must hold the lease. */
   readonly workerId: string;
   /** Epoch ms: a lease already expired at `now` is not renewed. */
   readonly now: number;
+  /** The lease's new end, epoch ms. */
   readonly leaseExpiresAt: number;
 }
 
@@ -41,9 +49,13 @@ export interface LedgerUpdate {
   readonly written: boolean;
 }
 
+/** How an attempt ended, as `finishAttempt` records it. */
 export interface AttemptEnd extends SignalOption {
+  /** Epoch ms. */
   readonly endedAt: number;
+  /** A short name of how it ended (`succeeded`, `failed`, `lease_lost`, `interrupted`, ...). */
   readonly outcome: string;
+  /** One line of detail, safe to show: never a body or an argument value. */
   readonly detail?: string;
 }
 

@@ -57,6 +57,7 @@ export interface ReceiptTransaction<Tx> {
   enqueue(intent: OutboxIntent): MaybePromise<void>;
 }
 
+/** Options of one receipt transaction. */
 export interface ReceiptTransactionOptions extends SignalOption {
   /** The caller's lock-free lookup just before found nothing (a hint for `optimisticInsert`). */
   readonly absent?: boolean;

@@ -29,6 +29,7 @@ import type { MemoryReader, MemoryTx } from './memory-tables.js';
 
 export type { MemoryReader, MemoryTx } from './memory-tables.js';
 
+/** How `memoryStore` is built. */
 export interface MemoryStoreOptions {
   /** Stamps outbox messages (`createdAt`) at enqueue. Default: the system clock. */
   readonly clock?: Clock;

@@ -32,6 +32,7 @@ export interface McpTransportLike {
 export type TransportFault =
   'drop_request' | 'drop_response' | 'delay_response' | 'close_after_send' | 'close_before_response';
 
+/** One armed transport fault: which fault, on which method and tool, after how many, how many times. */
 export interface FaultRule {
   readonly fault: TransportFault;
   /** JSON-RPC method of the requests to hit. Default `tools/call`. */
@@ -55,6 +56,7 @@ export interface FaultEvent {
   readonly response?: JsonRpcMessage;
 }
 
+/** How `TransportFaults` delays and reports the faults it injects. */
 export interface TransportFaultsOptions {
   /** Drives `delay_response`. Default the system clock. */
   clock?: Clock;

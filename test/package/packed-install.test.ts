@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -37,6 +37,7 @@ const INSTALL_TIMEOUT_MS = 8 * 60_000;
 const FIXTURE = join(REPO_ROOT, 'test', 'package', 'fixtures', 'import-every-subpath.mjs');
 const EXPECTED_EXPORTS: Record<string, string> = {
   '.': 'Executor',
+  './store': 'sqlStore',
   './sqlite': 'openSqlite',
   './postgres': 'openPostgres',
   './mcp': 'registerIdempotentTool',
@@ -47,6 +48,22 @@ const EXPECTED_EXPORTS: Record<string, string> = {
   './operations': 'startWorker',
   './prisma': 'prismaStore', // its Prisma imports are types only
 };
+
+/**
+ * The value names (functions, classes, constants) each subpath exports at run time, as
+ * api/surface.txt records them (`## idem/x (...)` sections; types have no run-time name).
+ */
+function recordedValues(): Record<string, string[]> {
+  const values: Record<string, string[]> = {};
+  let subpath = '';
+  for (const line of readFileSync(join(REPO_ROOT, 'api', 'surface.txt'), 'utf8').split('\n')) {
+    const section = /^## idem(\/\S+)? /.exec(line);
+    if (section !== null) subpath = `.${section[1] ?? ''}`;
+    const name = /^(?:function|class|const|enum|namespace) (\S+)$/.exec(line)?.[1];
+    if (name !== undefined) (values[subpath] ??= []).push(name);
+  }
+  return values;
+}
 
 /** Subpaths that import an optional peer (an ORM) at load: without it, Node names the package. */
 const NEEDS_PEER: Record<string, string> = {
@@ -301,6 +318,13 @@ describe('the packed tarball, installed with production dependencies only', () =
     }
     for (const [subpath, name] of Object.entries(EXPECTED_EXPORTS)) {
       expect(result.subpaths[subpath]?.exports, subpath).toContain(name);
+    }
+    // The installed package exports at run time exactly the values the surface record lists.
+    const recorded = recordedValues();
+    expect(Object.keys(recorded).sort()).toEqual(Object.keys(result.subpaths).sort());
+    for (const [subpath, outcome] of Object.entries(result.subpaths)) {
+      if (NEEDS_PEER[subpath] !== undefined) continue; // its names are in the record all the same
+      expect(outcome.exports, subpath).toEqual(recorded[subpath]?.sort());
     }
     expect(result.sqlite).toEqual({ ok: 42 });
     expect(result.postgres).toEqual({ error: { code: 'internal', message: PG_MISSING_MESSAGE } });

@@ -140,4 +140,5 @@ export async function migratePostgres(pool: PgPool, target: number = MIGRATIONS.
   }
 }
 
+/** The schema version this build creates and expects; `migratePostgres` brings a database up to it. */
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;

@@ -43,6 +43,7 @@ export interface PostgresStoreOptions {
 /** The store's default `lockTimeoutMs`. */
 export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
 
+/** What the PostgreSQL store declares: asynchronous, optimistic inserts, multi-process, durable. */
 export const POSTGRES_CAPABILITIES: StoreCapabilities = {
   engine: 'postgres',
   synchronous: false,

@@ -63,6 +63,7 @@ export interface SqlDialect {
   readonly call: CallSql;
 }
 
+/** What a driver's transaction holds beside the transaction itself: an identity's lock, durability. */
 export interface SqlTransactionOptions extends SignalOption {
   /**
    * Hold the lock of this identity's key, in every version of its operation, from before the body

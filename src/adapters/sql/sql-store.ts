@@ -11,7 +11,9 @@ import { SqlLedger } from './sql-ledger.js';
 import { SqlOutbox } from './sql-outbox.js';
 import { SqlReceipts } from './sql-receipts.js';
 
+/** How a `SqlStore` is built beside its driver. */
 export interface SqlStoreOptions {
+  /** Time for leases, expiry and stored instants. Default `systemClock`. */
   clock?: Clock;
 }
 

@@ -128,4 +128,8 @@ export function migrateSqlite(db: SqliteDatabase, target: number = MIGRATIONS.le
   }
 }
 
+/**
+ * The schema version this build creates and expects (`PRAGMA user_version`); `migrateSqlite` brings
+ * a database up to it.
+ */
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length;

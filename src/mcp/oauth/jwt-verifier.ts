@@ -21,6 +21,7 @@ export const DEFAULT_JWT_ALGORITHMS = [
   'EdDSA',
 ] as const;
 
+/** Which tokens `jwtVerifier` accepts (issuer, audience, keys, algorithms) and which claims it reads. */
 export interface JwtVerifierOptions extends IdentityClaimNames {
   /** The issuer (`iss`) every token must name, exactly. */
   readonly issuer: string;
