@@ -13,7 +13,7 @@ export interface RunningLoops {
 }
 
 /** `startWorker`'s options: the `Worker`'s, plus how many loops and what stops them. */
-export interface StartWorkerOptions extends Omit<WorkerOptions, 'faults' | 'random' | 'workerId'> {
+export interface StartWorkerOptions extends Omit<WorkerOptions, 'random' | 'workerId'> {
   /**
    * Loops, each carrying one operation at a time. Default 1. Every loop on a store (in this
    * process or another) should know every durable operation name it may claim.
@@ -24,7 +24,7 @@ export interface StartWorkerOptions extends Omit<WorkerOptions, 'faults' | 'rand
 }
 
 /** `startOutboxDispatcher`'s options: the dispatcher's, plus what stops it. */
-export interface StartOutboxDispatcherOptions extends Omit<OutboxDispatcherOptions, 'faults' | 'random'> {
+export interface StartOutboxDispatcherOptions extends Omit<OutboxDispatcherOptions, 'random'> {
   /** Aborting it stops the dispatcher (as `stop()` does). Already aborted: nothing starts. */
   readonly signal?: AbortSignal;
 }

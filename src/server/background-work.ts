@@ -1,15 +1,17 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
-import type { RecoveryMode } from '../operations/durable-handler.js';
-import { OutboxDispatcher } from '../operations/outbox-dispatcher.js';
+import {
+  startOutboxDispatcher,
+  startWorker,
+  type DurableHandler,
+  type RecoveryMode,
+} from '../operations/public.js';
 import { deploymentHandler } from './deployment-handler.js';
-import { Worker } from '../operations/worker.js';
 import type { FaultPoints } from '../core/fault-points.js';
 import type { IdemStore } from '../ports/idem-store.js';
 import type { CommandHandler } from '../commands/command-handler.js';
 import { RUN_COMMAND } from '../commands/command-handler.js';
-import type { DurableHandler } from '../operations/durable-handler.js';
 
 export interface BackgroundWorkOptions {
   store: IdemStore;
@@ -62,17 +64,19 @@ export function startBackgroundWork(options: BackgroundWorkOptions): () => Promi
   // A command may run for minutes and a worker carries one operation at a time: with commands,
   // more loops (every one knows every handler, as any worker may claim any due operation).
   const loops = options.commandHandler === undefined ? 1 : 1 + (options.commandWorkers ?? 2);
-  const workers = Array.from(
-    { length: loops },
-    () => new Worker({ ...common, handlers, policy: options.policy, retentionMs: options.retentionMs }),
-  );
-  const outbox = new OutboxDispatcher({
+  // The public entries, as a user's own server starts them (idem/operations).
+  const workers = startWorker({
+    ...common,
+    handlers,
+    policy: options.policy,
+    retentionMs: options.retentionMs,
+    concurrency: loops,
+  });
+  const outbox = startOutboxDispatcher({
     ...common,
     ...(options.outboxMaxAttempts === undefined ? {} : { maxAttempts: options.outboxMaxAttempts }),
   });
-  for (const worker of workers) worker.start();
-  outbox.start();
   return async () => {
-    await Promise.all([...workers.map((worker) => worker.stop()), outbox.stop()]);
+    await Promise.all([workers.stop(), outbox.stop()]);
   };
 }
