@@ -252,11 +252,21 @@ describe('WriteTurn', () => {
     first.release();
     await taking;
     expect(secondIn).toBe(true);
-    second.release();
-    // Nobody ahead any more: a new writer goes at once.
+    // The line goes on behind the second: a third waits for it although the first has left.
     const third = new WriteTurn(file);
-    await third.take(new LockWait(1000, clock));
+    let thirdIn = false;
+    const thirdTaking = third.take(new LockWait(1000, clock)).then(() => {
+      thirdIn = true;
+    });
+    await turn();
+    expect(thirdIn).toBe(false);
+    second.release();
+    await thirdTaking;
     third.release();
+    // Nobody ahead any more: a new writer goes at once.
+    const fourth = new WriteTurn(file);
+    await fourth.take(new LockWait(1000, clock));
+    fourth.release();
   });
 
   it('answers busy after the bound when the writer ahead never releases; the one after goes on', async () => {
