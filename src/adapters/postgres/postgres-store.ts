@@ -146,9 +146,7 @@ export function postgresDriver(
         );
         return value;
       } catch (error) {
-        const lost = isConnectionLoss(error);
-        if (!committing && !lost) await client.query('ROLLBACK').catch(() => undefined);
-        client.release(lost ? (error as Error) : undefined);
+        await giveBack(client, error, committing);
         // Nothing was written: a read's outcome is never unknown.
         throw translatePgError(error, { target });
       }
@@ -183,9 +181,7 @@ export function postgresDriver(
           client.release();
           return value;
         } catch (error) {
-          const lost = isConnectionLoss(error);
-          if (!committing && !lost) await client.query('ROLLBACK').catch(() => undefined);
-          client.release(lost ? (error as Error) : undefined);
+          await giveBack(client, error, committing);
           throw error;
         }
       });
@@ -193,6 +189,16 @@ export function postgresDriver(
     // The pool is the caller's: closing the store does not end it.
     close: async () => undefined,
   };
+}
+
+/**
+ * Gives back the client of a read or transaction that failed: rolled back first unless COMMIT was
+ * sent or the connection is lost, and dropped from the pool (never reused) when it is lost.
+ */
+async function giveBack(client: PgClient, error: unknown, committing: boolean): Promise<void> {
+  const lost = isConnectionLoss(error);
+  if (!committing && !lost) await client.query('ROLLBACK').catch(() => undefined);
+  client.release(lost ? (error as Error) : undefined);
 }
 
 /** node-postgres answers a multi-statement simple query with one result per statement. */
