@@ -1,15 +1,19 @@
-import { systemClock, type Clock } from '../../core/clock.js';
+import type { Clock } from '../../core/clock.js';
 import { IdemError } from '../../core/errors.js';
 import type { StoreCapabilities } from '../../ports/idem-store.js';
 import type { MaybePromise, SignalOption } from '../../ports/maybe-async.js';
 import type { SqlConnection, SqlDriver, SqlTransactionOptions } from '../sql/sql-driver.js';
 import { SqlStore } from '../sql/sql-store.js';
-import { identityLockKey } from './call-statements.js';
 import { PostgresConnection } from './postgres-connection.js';
 import { postgresDialect } from './postgres-dialect.js';
 import {
+  pgIdentityLock,
+  pgTransactionProtocol,
+  runPgTransaction,
+  type PgTransactionOptions,
+} from './pg-transaction.js';
+import {
   isConnectionLoss,
-  isRetryableInAdapter,
   pgTarget,
   translateConnectError,
   translatePgError,
@@ -19,17 +23,9 @@ import type { PgClient, PgPool, PgQueryResult } from './postgres-pool.js';
 import { migratePostgres } from './postgres-schema.js';
 import { abandonOnAbort } from '../../core/abandon-on-abort.js';
 
-export interface PostgresStoreOptions {
-  /**
-   * `lock_timeout` of each write transaction and of each read (the replay lookup, `get_operation`,
-   * lists, dead letters): beyond it the call answers `busy`. Default 5000 ms.
-   */
-  lockTimeoutMs?: number;
-  /** Re-runs of a transaction after a serialization failure or deadlock (40001, 40P01). Default 5. */
-  maxRetries?: number;
+export interface PostgresStoreOptions extends PgTransactionOptions {
   /** Apply migrations when the store is created. Default true. */
   migrate?: boolean;
-  clock?: Clock;
   /**
    * Send the statements of every call (the lookup, and the receipt's INSERT or upsert) as named
    * prepared statements, parsed and planned once per connection: in the bench this halves what the
@@ -39,9 +35,8 @@ export interface PostgresStoreOptions {
   preparedStatements?: boolean;
 }
 
-/** What the PostgreSQL store declares: row locks, several instances, optimistic first inserts. */
 /** The store's default `lockTimeoutMs`. */
-export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
+export { DEFAULT_LOCK_TIMEOUT_MS } from './pg-transaction.js';
 
 /** What the PostgreSQL store declares: asynchronous, optimistic inserts, multi-process, durable. */
 export const POSTGRES_CAPABILITIES: StoreCapabilities = {
@@ -63,8 +58,8 @@ export const POSTGRES_CAPABILITIES: StoreCapabilities = {
  */
 export class PostgresStore extends SqlStore<PgClient> {
   private constructor(pool: PgPool, options: PostgresStoreOptions) {
-    const clock = options.clock ?? systemClock;
-    super(postgresDriver(pool, options, clock), { clock });
+    const protocol = pgTransactionProtocol(options);
+    super(postgresDriver(pool, options, protocol.clock), { clock: protocol.clock });
   }
 
   /** Creates the store, migrating the schema first unless `migrate: false`. */
@@ -82,18 +77,20 @@ export class PostgresStore extends SqlStore<PgClient> {
 
 /**
  * SQL and driver errors only: pooled clients, one round trip to begin (BEGIN, the lock bound and
- * the identity's advisory lock), bounded re-runs after a serialization failure or deadlock, and
- * the translation of what the driver throws.
+ * the identity's advisory lock), and PostgreSQL's transaction protocol (runPgTransaction: bounded
+ * re-runs after a serialization failure or deadlock on `clock`, the translation of what the
+ * driver throws). `clock`, when given, takes the place of `options.clock`.
  */
 export function postgresDriver(
   pool: PgPool,
   options: PostgresStoreOptions,
-  clock: Clock,
+  clock?: Clock,
 ): SqlDriver<PgClient> {
   const target: PgTarget = pgTarget(pool);
   const named = options.preparedStatements ?? true;
-  const lockTimeoutMs = Math.max(1, Math.round(options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS));
-  const maxRetries = options.maxRetries ?? 5;
+  const protocol = pgTransactionProtocol(clock === undefined ? options : { ...options, clock });
+  const { lockTimeoutMs } = protocol;
+  const errors = { driverError: (error: unknown) => (isDriverError(error) ? error : undefined), target };
   const readBegin = `BEGIN READ ONLY; SET LOCAL lock_timeout = ${lockTimeoutMs}`;
   /**
    * Whether the pool's sessions already bound lock waits by lockTimeoutMs or less (a pool from
@@ -149,9 +146,7 @@ export function postgresDriver(
         );
         return value;
       } catch (error) {
-        const lost = isConnectionLoss(error);
-        if (!committing && !lost) await client.query('ROLLBACK').catch(() => undefined);
-        client.release(lost ? (error as Error) : undefined);
+        await giveBack(client, error, committing);
         // Nothing was written: a read's outcome is never unknown.
         throw translatePgError(error, { target });
       }
@@ -160,49 +155,50 @@ export function postgresDriver(
       body: (conn: SqlConnection, client: PgClient, contended: boolean) => MaybePromise<T>,
       txOptions: SqlTransactionOptions = {},
     ): Promise<T> {
-      // A bigint prints as digits only, so it is safe inline in the simple-query protocol.
-      const key =
-        txOptions.lock === undefined ? undefined : identityLockKey(txOptions.lock.identity).toString();
-      const tryLock = txOptions.lock?.tryLock === true;
-      const lock =
-        key === undefined
+      const lock = pgIdentityLock(txOptions);
+      const take =
+        lock === undefined
           ? ''
-          : tryLock
-            ? `; SELECT pg_try_advisory_xact_lock(${key}) AS free`
-            : `; SELECT pg_advisory_xact_lock(${key})`;
-      const begin = `BEGIN; SET LOCAL lock_timeout = ${lockTimeoutMs}${lock}`;
-      for (let attempt = 0; ; attempt += 1) {
-        txOptions.signal?.throwIfAborted();
+          : lock.tryLock
+            ? `; SELECT pg_try_advisory_xact_lock(${lock.key}) AS free`
+            : `; SELECT pg_advisory_xact_lock(${lock.key})`;
+      // A key prints as digits only, so it is safe inline in the simple-query protocol.
+      const begin = `BEGIN; SET LOCAL lock_timeout = ${lockTimeoutMs}${take}`;
+      return runPgTransaction(protocol, errors, txOptions.signal, async (attempt) => {
         const client = await connect(txOptions.signal);
         let committing = false;
         try {
           const begun = await client.query<{ free?: boolean }>(begin);
           let contended = false;
-          if (tryLock && lastResult(begun).rows[0]?.free !== true) {
+          if (lock?.tryLock === true && lastResult(begun).rows[0]?.free !== true) {
             contended = true;
-            await client.query(`SELECT pg_advisory_xact_lock(${key as string})`);
+            await client.query(`SELECT pg_advisory_xact_lock(${lock.key})`);
           }
           const value = await body(new PostgresConnection(client, named), client, contended);
           committing = true;
+          attempt.bodyReturned();
           await client.query('COMMIT');
           client.release();
           return value;
         } catch (error) {
-          const lost = isConnectionLoss(error);
-          if (!committing && !lost) await client.query('ROLLBACK').catch(() => undefined);
-          client.release(lost ? (error as Error) : undefined);
-          if (!committing && isRetryableInAdapter(error) && attempt < maxRetries) {
-            await clock.sleep(Math.min(200, 2 * 2 ** attempt) * (0.5 + Math.random() / 2), txOptions);
-            continue;
-          }
-          if (!committing && !isDriverError(error)) throw error; // the body's own, unchanged
-          throw translatePgError(error, { duringCommit: committing, target });
+          await giveBack(client, error, committing);
+          throw error;
         }
-      }
+      });
     },
     // The pool is the caller's: closing the store does not end it.
     close: async () => undefined,
   };
+}
+
+/**
+ * Gives back the client of a read or transaction that failed: rolled back first unless COMMIT was
+ * sent or the connection is lost, and dropped from the pool (never reused) when it is lost.
+ */
+async function giveBack(client: PgClient, error: unknown, committing: boolean): Promise<void> {
+  const lost = isConnectionLoss(error);
+  if (!committing && !lost) await client.query('ROLLBACK').catch(() => undefined);
+  client.release(lost ? (error as Error) : undefined);
 }
 
 /** node-postgres answers a multi-statement simple query with one result per statement. */

@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../../core/clock.js';
+import { systemClock } from '../../core/clock.js';
 import { CommitConcurrency } from '../../core/commit-concurrency.js';
 import type { StoreCapabilities } from '../../ports/idem-store.js';
 import type { MaybePromise, SignalOption } from '../../ports/maybe-async.js';
@@ -7,8 +7,8 @@ import { startBackgroundCheckpoints, type BackgroundCheckpoints } from './backgr
 import { SqliteConnection } from './sqlite-connection.js';
 import type { SqliteDatabase } from './sqlite-database.js';
 import { sqliteDialect } from './sqlite-dialect.js';
-import { isSqliteBusy, translateSqliteError } from './sqlite-errors.js';
-import { migrateSqlite } from './sqlite-schema.js';
+import { DEFAULT_SQLITE_LOCK_TIMEOUT_MS } from './lock-wait.js';
+import { migrateSqliteWaiting } from './sqlite-schema.js';
 import type { SqliteStoreOptions } from './sqlite-store-options.js';
 import { SqliteTransactor, type TransactorOptions } from './sqlite-transactor.js';
 
@@ -44,7 +44,7 @@ export class SqliteEngine {
   constructor(db: SqliteDatabase, options: SqliteStoreOptions = {}) {
     this.#db = db;
     const clock = options.clock ?? systemClock;
-    const lockTimeoutMs = options.lockTimeoutMs ?? 5000;
+    const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_SQLITE_LOCK_TIMEOUT_MS;
     const checkpoint = options.checkpoint ?? defaultCheckpointMode(db);
     this.#concurrency = checkpoint === 'adaptive' ? new CommitConcurrency() : undefined;
     this.#tx = new SqliteTransactor(db, clock, lockTimeoutMs, {
@@ -54,7 +54,8 @@ export class SqliteEngine {
           this.#background?.engage(this.#concurrency.concurrent);
       },
     });
-    if (options.migrate ?? true) withLockRetrySync(clock, lockTimeoutMs, db.name, () => migrateSqlite(db));
+    // Start-up only: several processes may migrate the same file at once.
+    if (options.migrate ?? true) migrateSqliteWaiting(db, lockTimeoutMs, clock);
     this.#background =
       checkpoint === 'inline' ? undefined : startBackgroundCheckpoints(db, checkpoint === 'background');
   }
@@ -158,22 +159,4 @@ function commitWaitsForDisk(db: SqliteDatabase): boolean {
   const synchronous = Number(db.pragma('synchronous', { simple: true }));
   const journal = String(db.pragma('journal_mode', { simple: true })).toLowerCase();
   return synchronous >= 2 || (synchronous === 1 && journal !== 'wal');
-}
-
-function withLockRetrySync<T>(
-  clock: Clock,
-  lockTimeoutMs: number,
-  path: string | undefined,
-  body: () => T,
-): T {
-  // Start-up only: several processes may migrate the same file at once.
-  const deadline = clock.monotonic() + lockTimeoutMs;
-  for (;;) {
-    try {
-      return body();
-    } catch (error) {
-      if (!isSqliteBusy(error) || clock.monotonic() > deadline) throw translateSqliteError(error, 50, path);
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
-    }
-  }
 }

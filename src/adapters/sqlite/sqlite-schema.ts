@@ -1,4 +1,7 @@
+import type { Clock } from '../../core/clock.js';
 import type { SqliteDatabase } from './sqlite-database.js';
+import { LockWait, retryWhileBusy, retryWhileBusySync, SQLITE_BUSY_RETRY_MS } from './lock-wait.js';
+import { translateSqliteError } from './sqlite-errors.js';
 
 /**
  * Idem's tables, versioned with `PRAGMA user_version`. Each entry runs once, in order, in one
@@ -133,3 +136,35 @@ export function migrateSqlite(db: SqliteDatabase, target: number = MIGRATIONS.le
  * a database up to it.
  */
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length;
+
+/**
+ * migrateSqlite as every store runs it at start-up, where several processes may migrate one file
+ * at once: tried again while another connection holds the write lock (LockWait's schedule and
+ * bound, `lockTimeoutMs` from the first try), blocking the thread between tries, as the synchronous
+ * driver does. Its failures are translated (translateSqliteError): `busy` once the wait ran out.
+ */
+export function migrateSqliteWaiting(db: SqliteDatabase, lockTimeoutMs: number, clock?: Clock): number {
+  try {
+    return retryWhileBusySync(() => migrateSqlite(db), lockTimeoutMs, clock);
+  } catch (error) {
+    throw translateSqliteError(error, SQLITE_BUSY_RETRY_MS, db.name);
+  }
+}
+
+/**
+ * migrateSqliteWaiting for a store whose other work is asynchronous (Kysely's): the same schedule
+ * and bound, but the pauses sleep on `clock` instead of blocking the event loop (an abort of
+ * `signal` ends the wait with its reason).
+ */
+export async function migrateSqliteAsync(
+  db: SqliteDatabase,
+  lockTimeoutMs: number,
+  clock?: Clock,
+  signal?: AbortSignal,
+): Promise<number> {
+  try {
+    return await retryWhileBusy(() => migrateSqlite(db), new LockWait(lockTimeoutMs, clock), { signal });
+  } catch (error) {
+    throw translateSqliteError(error, SQLITE_BUSY_RETRY_MS, db.name);
+  }
+}

@@ -1,10 +1,11 @@
 import type { Clock } from '../../core/clock.js';
-import { IdemError } from '../../core/errors.js';
+import type { IdemError } from '../../core/errors.js';
 import { timeoutSignal } from '../../core/timeout-signal.js';
 import type { SignalOption } from '../../ports/maybe-async.js';
 import type { SqliteDatabase } from './sqlite-database.js';
 import { SqliteBatchRunner, type PendingWrite } from './sqlite-batch.js';
 import { translateSqliteError } from './sqlite-errors.js';
+import { lockPauseMs, SQLITE_BUSY_RETRY_MS, writeLockTimeout } from './lock-wait.js';
 
 export interface WriteOptions extends SignalOption {
   /**
@@ -166,8 +167,7 @@ export class SqliteTransactor {
   /** Takes up to maxBatch queued writes and commits them together, waiting for the lock if needed. */
   async #serveBatch(): Promise<void> {
     const batch: PendingWrite[] = [];
-    let pause = 1;
-    for (;;) {
+    for (let attempt = 0; ; attempt += 1) {
       const now = this.#clock.monotonic();
       // Writes queued while the batch waited for the lock join it, in order and of one kind: a
       // caller's write never waits for the fsync of a sweep's pages, nor relaxes it.
@@ -198,13 +198,7 @@ export class SqliteTransactor {
         const left = this.#lockTimeoutMs - (after - (write.waitingSince ?? after));
         if (left <= 0) {
           batch.splice(i, 1);
-          write.reject(
-            new IdemError(
-              'busy',
-              `the write lock was not obtained within ${this.#lockTimeoutMs} ms; nothing was changed`,
-              { retryAfterMs: Math.max(50, Math.min(1000, Math.round(this.#lockTimeoutMs / 4))) },
-            ),
-          );
+          write.reject(writeLockTimeout(this.#lockTimeoutMs));
         } else {
           remaining = Math.min(remaining, left);
         }
@@ -213,13 +207,12 @@ export class SqliteTransactor {
       // Wakes early when any waiting write is aborted (no timeout of its own: the pause is the bound).
       const woken = timeoutSignal(Number.POSITIVE_INFINITY, { signal: batch.map((write) => write.signal) });
       try {
-        await this.#clock.sleep(Math.min(pause, remaining), { signal: woken.signal });
+        await this.#clock.sleep(Math.min(lockPauseMs(attempt), remaining), { signal: woken.signal });
       } catch {
         // Aborted: the aborted writes are dropped at the top of the loop, the others go on waiting.
       } finally {
         woken.dispose();
       }
-      pause = Math.min(pause * 2, 25);
     }
   }
 
@@ -251,7 +244,7 @@ export class SqliteTransactor {
   }
 
   #translate(error: unknown): IdemError {
-    return translateSqliteError(error, 50, this.#path);
+    return translateSqliteError(error, SQLITE_BUSY_RETRY_MS, this.#path);
   }
 }
 

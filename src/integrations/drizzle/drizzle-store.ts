@@ -2,11 +2,11 @@ import { is } from 'drizzle-orm';
 import type { BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core';
-import type { Clock } from '../../core/clock.js';
 import { translatePgError } from '../../adapters/postgres/postgres-errors.js';
 import { postgresDialect } from '../../adapters/postgres/postgres-dialect.js';
 import type { PgQueryResult } from '../../adapters/postgres/postgres-pool.js';
-import { migrateSqlite } from '../../adapters/sqlite/sqlite-schema.js';
+import { migrateSqliteWaiting } from '../../adapters/sqlite/sqlite-schema.js';
+import { DEFAULT_SQLITE_LOCK_TIMEOUT_MS } from '../../adapters/sqlite/lock-wait.js';
 import type { SqliteDatabase } from '../../adapters/sqlite/sqlite-database.js';
 import { sqliteDialect } from '../../adapters/sqlite/sqlite-dialect.js';
 import { sqlStore } from '../../adapters/sql/sql-store.js';
@@ -14,7 +14,6 @@ import type { IdemStore } from '../../ports/idem-store.js';
 import { migrateOn } from '../shared/migrate-on.js';
 import type { OrmStoreOptions } from '../shared/orm-store-options.js';
 import { isPgDriverError } from '../shared/pg-orm-driver.js';
-import { translateSqliteOrmError } from '../shared/sqlite-orm-errors.js';
 import {
   drizzlePostgresDriver,
   drizzleSqliteDriver,
@@ -22,7 +21,7 @@ import {
   type DrizzleSqliteTransaction,
 } from './drizzle-driver.js';
 
-export type DrizzleStoreOptions = OrmStoreOptions & { clock?: Clock };
+export type DrizzleStoreOptions = OrmStoreOptions;
 
 /** What node-postgres Drizzle holds in `$client`: a Pool (or a Client / PoolClient). */
 interface PgClientLike {
@@ -55,12 +54,9 @@ export async function drizzleStore<TSchema extends Record<string, unknown>>(
   const clock = options.clock === undefined ? {} : { clock: options.clock };
   if (is(db, BaseSQLiteDatabase)) {
     const database = db.$client as SqliteDatabase;
+    // Drizzle's database waits for a lock in its own busy_timeout; a wait that began there counts.
     if (options.migrate ?? true) {
-      try {
-        migrateSqlite(database);
-      } catch (error) {
-        throw translateSqliteOrmError(error, database.name);
-      }
+      migrateSqliteWaiting(database, options.lockTimeoutMs ?? DEFAULT_SQLITE_LOCK_TIMEOUT_MS, options.clock);
     }
     return sqlStore(
       drizzleSqliteDriver(db as BetterSQLite3Database<TSchema>, sqliteDialect, database.name),

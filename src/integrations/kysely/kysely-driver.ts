@@ -10,7 +10,9 @@ import type {
 import type { MaybePromise } from '../../ports/maybe-async.js';
 import { isPgDriverError, pgOrmDriver, type PgOrmOptions } from '../shared/pg-orm-driver.js';
 import { isSqliteBusy } from '../../adapters/sqlite/sqlite-errors.js';
-import { systemClock } from '../../core/clock.js';
+import { DEFAULT_SQLITE_LOCK_TIMEOUT_MS, LockWait, retryWhileBusy } from '../../adapters/sqlite/lock-wait.js';
+import { WriteTurn } from '../../adapters/sqlite/write-turn.js';
+import type { Clock } from '../../core/clock.js';
 import { sqliteOrmDriver } from '../shared/sqlite-orm-driver.js';
 import { sqliteDriverError, translateSqliteOrmError } from '../shared/sqlite-orm-errors.js';
 
@@ -61,13 +63,17 @@ const TAKE_WRITE_LOCK = CompiledQuery.raw('DELETE FROM idem_tombstones WHERE 0')
 export interface KyselySqliteOptions {
   /** Beyond this wait for SQLite's write lock the call answers `busy`. Default 5000 ms. */
   lockTimeoutMs?: number;
+  /** The clock the wait for the write lock is measured and paused on. Default the system clock. */
+  clock?: Clock;
 }
 
 /**
  * Kysely on SQLite (SqliteDialect on better-sqlite3), one connection serialized by Kysely. The
  * wait for the write lock is asynchronous (kyselyStore sets the database's `busy_timeout` to 0):
  * better-sqlite3 would otherwise wait in its busy handler blocking the event loop, and with it a
- * transaction of this process that holds the lock on another connection.
+ * transaction of this process that holds the lock on another connection. Transactions of this
+ * process on other connections to the file are waited for in line (WriteTurn); another process's
+ * lock is tried again by LockWait's schedule, on the clock, within `lockTimeoutMs`.
  */
 export function kyselySqliteDriver<DB>(
   db: Kysely<DB>,
@@ -77,14 +83,14 @@ export function kyselySqliteDriver<DB>(
   reader?: SqlConnection,
 ): SqlDriver<Transaction<DB>> {
   const on = db as unknown as Kysely<unknown>;
-  // Waiting for another connection takes real time, whatever clock the store's records use.
-  const clock = systemClock;
-  const lockTimeoutMs = options.lockTimeoutMs ?? 5000;
+  const { clock } = options;
+  const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_SQLITE_LOCK_TIMEOUT_MS;
   return sqliteOrmDriver<Transaction<DB>>(
     {
       engine: 'kysely:sqlite',
       synchronous: false,
       path,
+      clock,
       // Committed data only: on a connection of its own where there is one (Kysely's one connection
       // may be inside a transaction, and waiting for Kysely's lock would deadlock a body that reads).
       reader: reader ?? connection(on),
@@ -93,30 +99,34 @@ export function kyselySqliteDriver<DB>(
         body: (conn: SqlConnection, tx: Transaction<DB>, contended: boolean) => MaybePromise<T>,
         txOptions: SqlTransactionOptions = {},
       ): Promise<T> {
-        const started = clock.monotonic();
-        for (let attempt = 0; ; attempt += 1) {
-          txOptions.signal?.throwIfAborted();
-          let locked = false;
-          try {
-            return await db.transaction().execute(async (tx) => {
-              await tx.executeQuery(TAKE_WRITE_LOCK).catch((error: unknown) => {
-                if (!/no such table/i.test(String((error as { message?: unknown } | null)?.message)))
-                  throw error;
+        const { signal } = txOptions;
+        const wait = new LockWait(lockTimeoutMs, clock);
+        const turn = new WriteTurn(path);
+        let locked = false;
+        try {
+          return await retryWhileBusy(
+            () => {
+              locked = false;
+              return db.transaction().execute(async (tx) => {
+                // In line behind this process's other writers on the file (Kysely serializes its own).
+                await turn.take(wait, signal);
+                await tx.executeQuery(TAKE_WRITE_LOCK).catch((error: unknown) => {
+                  if (!/no such table/i.test(String((error as { message?: unknown } | null)?.message)))
+                    throw error;
+                });
+                locked = true;
+                // SQLite's write lock covers every identity: nobody else was in (contended is false).
+                return body(connection(tx as unknown as Kysely<unknown>), tx, false);
               });
-              locked = true;
-              // SQLite's write lock covers every identity: nobody else was in (contended is false).
-              return body(connection(tx as unknown as Kysely<unknown>), tx, false);
-            });
-          } catch (error) {
+            },
+            wait,
             // Not yet holding the lock, and another connection does: wait without blocking, bounded.
-            const elapsed = clock.monotonic() - started;
-            if (!locked && isSqliteBusy(sqliteDriverError(error)) && elapsed < lockTimeoutMs) {
-              const pause = Math.min(50, 1 + 2 ** attempt) * (0.5 + Math.random() / 2);
-              await clock.sleep(Math.min(pause, Math.max(1, lockTimeoutMs - elapsed)), txOptions);
-              continue;
-            }
-            throw translateSqliteOrmError(error, path);
-          }
+            { signal, busy: (error) => !locked && isSqliteBusy(sqliteDriverError(error)) },
+          );
+        } catch (error) {
+          throw translateSqliteOrmError(error, path);
+        } finally {
+          turn.release();
         }
       },
     },

@@ -1,9 +1,8 @@
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
-import { systemClock, type Clock } from '../../core/clock.js';
-import { isSqliteBusy } from '../../adapters/sqlite/sqlite-errors.js';
+import { DEFAULT_SQLITE_LOCK_TIMEOUT_MS } from '../../adapters/sqlite/lock-wait.js';
 import { translatePgError } from '../../adapters/postgres/postgres-errors.js';
 import { postgresDialect } from '../../adapters/postgres/postgres-dialect.js';
-import { migrateSqlite } from '../../adapters/sqlite/sqlite-schema.js';
+import { migrateSqliteAsync } from '../../adapters/sqlite/sqlite-schema.js';
 import type { SqliteDatabase } from '../../adapters/sqlite/sqlite-database.js';
 import { sqliteDialect } from '../../adapters/sqlite/sqlite-dialect.js';
 import { SqliteConnection } from '../../adapters/sqlite/sqlite-connection.js';
@@ -13,10 +12,10 @@ import type { IdemStore } from '../../ports/idem-store.js';
 import { migrateOn } from '../shared/migrate-on.js';
 import type { OrmStoreOptions } from '../shared/orm-store-options.js';
 import { isPgDriverError } from '../shared/pg-orm-driver.js';
-import { translateSqliteOrmError } from '../shared/sqlite-orm-errors.js';
 import { kyselyPostgresDriver, kyselySqliteDriver } from './kysely-driver.js';
 
-export type KyselyStoreOptions = OrmStoreOptions & { clock?: Clock } & (
+export type KyselyStoreOptions = OrmStoreOptions &
+  (
     | { engine: 'postgres' }
     | {
         engine: 'sqlite';
@@ -42,19 +41,11 @@ export async function kyselyStore<DB>(
     // Waits for the write lock are the driver's, asynchronous: see kyselySqliteDriver.
     options.database.pragma('busy_timeout = 0');
     if (options.migrate ?? true) {
-      const clock = systemClock; // a wait for another connection takes real time
-      const started = clock.monotonic();
-      for (;;) {
-        try {
-          migrateSqlite(options.database);
-          break;
-        } catch (error) {
-          if (!isSqliteBusy(error) || clock.monotonic() - started >= (options.lockTimeoutMs ?? 5000)) {
-            throw translateSqliteOrmError(error, options.database.name);
-          }
-          await clock.sleep(10);
-        }
-      }
+      await migrateSqliteAsync(
+        options.database,
+        options.lockTimeoutMs ?? DEFAULT_SQLITE_LOCK_TIMEOUT_MS,
+        options.clock,
+      );
     }
     // Idem's reads (and its single-statement writes outside a transaction) go through a second
     // connection to the file: Kysely's only connection may be inside a call's transaction.

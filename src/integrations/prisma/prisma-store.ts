@@ -1,4 +1,3 @@
-import type { Clock } from '../../core/clock.js';
 import { isIdemError } from '../../core/errors.js';
 import { translatePgError } from '../../adapters/postgres/postgres-errors.js';
 import { postgresDialect } from '../../adapters/postgres/postgres-dialect.js';
@@ -15,7 +14,6 @@ import {
 } from './prisma-driver.js';
 
 export type PrismaStoreOptions = OrmStoreOptions & {
-  clock?: Clock;
   /** Options of each call's interactive transaction. Default maxWait 5 s, timeout lockTimeoutMs + 10 s. */
   transaction?: PrismaTransactionOptions;
 };

@@ -1,14 +1,13 @@
-import { systemClock } from '../../core/clock.js';
 import { abandonOnAbort } from '../../core/abandon-on-abort.js';
 import { isIdemError } from '../../core/errors.js';
-import { identityLockKey } from '../../adapters/postgres/call-statements.js';
 import {
-  isConnectionLoss,
-  isPoolWaitTimeout,
-  isRetryableInAdapter,
-  sqlState,
-  translatePgError,
-} from '../../adapters/postgres/postgres-errors.js';
+  pgIdentityLock,
+  pgTransactionProtocol,
+  runPgTransaction,
+  translatePgFailure,
+  type PgTransactionOptions,
+} from '../../adapters/postgres/pg-transaction.js';
+import { isConnectionLoss, isPoolWaitTimeout, sqlState } from '../../adapters/postgres/postgres-errors.js';
 import type {
   SqlConnection,
   SqlDialect,
@@ -19,16 +18,8 @@ import type {
 } from '../../adapters/sql/sql-driver.js';
 import type { MaybePromise, SignalOption } from '../../ports/maybe-async.js';
 
-/** Options every PostgreSQL integration takes (Kysely, Drizzle, Prisma). */
-export interface PgOrmOptions {
-  /**
-   * `lock_timeout` of each write transaction and of each read (the replay lookup, `get_operation`,
-   * lists, dead letters): beyond it the call answers `busy`. Default 5000 ms.
-   */
-  lockTimeoutMs?: number;
-  /** Re-runs of a transaction after a serialization failure or deadlock (40001, 40P01). Default 5. */
-  maxRetries?: number;
-}
+/** Options every PostgreSQL integration takes (Kysely, Drizzle, Prisma): the native store's protocol. */
+export type PgOrmOptions = PgTransactionOptions;
 
 /** What one ORM supplies: its way to run a statement and a transaction, and to unwrap its errors. */
 export interface PgOrm<Db, Tx> {
@@ -67,22 +58,16 @@ export function pgOrmDriver<Db, Tx>(
   dialect: SqlDialect,
   options: PgOrmOptions = {},
 ): SqlDriver<Tx> {
-  const lockTimeout = String(Math.max(1, Math.round(options.lockTimeoutMs ?? 5000)));
-  const maxRetries = options.maxRetries ?? 5;
-  // Backing off from another transaction takes real time, whatever clock the records use.
-  const clock = systemClock;
+  const protocol = pgTransactionProtocol(options);
+  const lockTimeout = String(protocol.lockTimeoutMs);
   const connection = (on: Db | Tx): SqlConnection => ({
     all: async <Row>(statement: SqlStatement, params: readonly SqlValue[]) =>
       (await orm.query(on, statement.text, params, 'rows')).rows as Row[],
     run: async (statement: SqlStatement, params: readonly SqlValue[]) =>
       (await orm.query(on, statement.text, params, 'count')).rowCount,
   });
-  /** A database error translated; anything else (the application's, an IdemError) as it is. */
-  const translate = (error: unknown, duringCommit: boolean): unknown => {
-    if (isIdemError(error)) return error;
-    const cause = orm.driverError(error);
-    return cause === undefined ? error : translatePgError(cause, { duringCommit });
-  };
+  /** The driver's error behind what the ORM threw; undefined for an IdemError or the application's own. */
+  const driverError = (error: unknown): unknown => (isIdemError(error) ? undefined : orm.driverError(error));
 
   return {
     dialect,
@@ -105,70 +90,59 @@ export function pgOrmDriver<Db, Tx>(
         // A read has no effect: an abort may leave it to finish unheard (e.g. waiting for a connection).
         return await abandonOnAbort(running, signal.signal);
       } catch (error) {
-        throw translate(error, false);
+        throw translatePgFailure(error, driverError(error), false);
       }
     },
     async transaction<T>(
       body: (conn: SqlConnection, tx: Tx, contended: boolean) => MaybePromise<T>,
       txOptions: SqlTransactionOptions = {},
     ): Promise<T> {
-      const { lock, signal } = txOptions;
-      const key = lock === undefined ? undefined : identityLockKey(lock.identity).toString();
-      for (let attempt = 0; ; attempt += 1) {
-        signal?.throwIfAborted();
-        let returned = false;
+      const { signal } = txOptions;
+      const lock = pgIdentityLock(txOptions);
+      return runPgTransaction(protocol, { driverError }, signal, async (attempt) => {
         let begun = false;
-        try {
-          const running = orm.transaction(async (tx) => {
-            // Aborted while the ORM waited for a connection: nothing ran yet, so nothing will.
-            signal?.throwIfAborted();
-            begun = true;
-            // One round trip: the transaction's lock bound and the identity's lock (the select
-            // list is evaluated left to right, so the bound applies to the lock's own wait; the
-            // void of pg_advisory_xact_lock is read as a boolean, which every ORM can decode).
-            let contended = false;
-            if (key === undefined) {
-              await orm.query(tx, "SELECT set_config('lock_timeout', $1, true)", [lockTimeout], 'rows');
-            } else if (lock?.tryLock === true) {
-              const { rows } = await orm.query(
-                tx,
-                "SELECT set_config('lock_timeout', $1, true), pg_try_advisory_xact_lock($2::bigint) AS free",
-                [lockTimeout, key],
-                'rows',
-              );
-              if ((rows[0] as { free?: unknown } | undefined)?.free !== true) {
-                contended = true;
-                await orm.query(
-                  tx,
-                  'SELECT pg_advisory_xact_lock($1::bigint) IS NOT NULL AS locked',
-                  [key],
-                  'rows',
-                );
-              }
-            } else {
+        const running = orm.transaction(async (tx) => {
+          // Aborted while the ORM waited for a connection: nothing ran yet, so nothing will.
+          signal?.throwIfAborted();
+          begun = true;
+          // One round trip: the transaction's lock bound and the identity's lock (the select
+          // list is evaluated left to right, so the bound applies to the lock's own wait; the
+          // void of pg_advisory_xact_lock is read as a boolean, which every ORM can decode).
+          let contended = false;
+          if (lock === undefined) {
+            await orm.query(tx, "SELECT set_config('lock_timeout', $1, true)", [lockTimeout], 'rows');
+          } else if (lock.tryLock) {
+            const { rows } = await orm.query(
+              tx,
+              "SELECT set_config('lock_timeout', $1, true), pg_try_advisory_xact_lock($2::bigint) AS free",
+              [lockTimeout, lock.key],
+              'rows',
+            );
+            if ((rows[0] as { free?: unknown } | undefined)?.free !== true) {
+              contended = true;
               await orm.query(
                 tx,
-                "SELECT set_config('lock_timeout', $1, true), pg_advisory_xact_lock($2::bigint) IS NOT NULL AS locked",
-                [lockTimeout, key],
+                'SELECT pg_advisory_xact_lock($1::bigint) IS NOT NULL AS locked',
+                [lock.key],
                 'rows',
               );
             }
-            const value = await body(connection(tx), tx, contended);
-            returned = true;
-            return value;
-          });
-          // Until the first statement, an abort ends the wait; after it, the real outcome counts.
-          return await abandonOnAbort(running, signal, { abandonable: () => !begun });
-        } catch (error) {
-          const cause = isIdemError(error) ? undefined : orm.driverError(error);
-          if (!returned && cause !== undefined && isRetryableInAdapter(cause) && attempt < maxRetries) {
-            await clock.sleep(Math.min(200, 2 * 2 ** attempt) * (0.5 + Math.random() / 2), { signal });
-            continue;
+          } else {
+            await orm.query(
+              tx,
+              "SELECT set_config('lock_timeout', $1, true), pg_advisory_xact_lock($2::bigint) IS NOT NULL AS locked",
+              [lockTimeout, lock.key],
+              'rows',
+            );
           }
+          const value = await body(connection(tx), tx, contended);
           // After the body returned, only COMMIT can fail: a lost connection leaves the outcome unknown.
-          throw translate(error, returned && cause !== undefined && isConnectionLoss(cause));
-        }
-      }
+          attempt.bodyReturned();
+          return value;
+        });
+        // Until the first statement, an abort ends the wait; after it, the real outcome counts.
+        return abandonOnAbort(running, signal, { abandonable: () => !begun });
+      });
     },
     // The database handle is the application's: closing it stays theirs.
     close: async () => undefined,

@@ -1,5 +1,6 @@
-import { systemClock } from '../../core/clock.js';
+import type { Clock } from '../../core/clock.js';
 import { isSqliteBusy } from '../../adapters/sqlite/sqlite-errors.js';
+import { LockWait, retryWhileBusy } from '../../adapters/sqlite/lock-wait.js';
 import type { SqlConnection, SqlDialect, SqlDriver } from '../../adapters/sql/sql-driver.js';
 import type { MaybePromise, SignalOption } from '../../ports/maybe-async.js';
 import { sqliteDriverError, translateSqliteOrmError } from './sqlite-orm-errors.js';
@@ -12,11 +13,16 @@ export interface SqliteOrm<Tx> {
   readonly synchronous: boolean;
   /** The database file (better-sqlite3's `name`), named in errors. */
   readonly path: string | undefined;
+  /**
+   * The store's clock: a read's wait for a lock (`readBusyWaitMs`) is measured and paused on it.
+   * Default (LockWait's) the system clock.
+   */
+  readonly clock?: Clock | undefined;
   /** The connection Idem's reads outside a transaction go through. */
   readonly reader: SqlConnection;
   /**
    * Set when `reader` meets another connection's lock as SQLITE_BUSY at once (`busy_timeout` 0):
-   * a read then waits without blocking and tries again, for up to this many ms. Absent: the
+   * a read then waits without blocking and tries again (LockWait), for up to this many ms. Absent: the
    * database waits in its own `busy_timeout`, and SQLITE_BUSY is the answer.
    */
   readonly readBusyWaitMs?: number | undefined;
@@ -30,9 +36,7 @@ export interface SqliteOrm<Tx> {
  * handle left to the application on close.
  */
 export function sqliteOrmDriver<Tx>(orm: SqliteOrm<Tx>, dialect: SqlDialect): SqlDriver<Tx> {
-  const { reader, readBusyWaitMs, path } = orm;
-  // Waiting for another connection takes real time, whatever clock the store's records use.
-  const clock = systemClock;
+  const { reader, readBusyWaitMs, path, clock } = orm;
   return {
     dialect,
     capabilities: {
@@ -44,23 +48,18 @@ export function sqliteOrmDriver<Tx>(orm: SqliteOrm<Tx>, dialect: SqlDialect): Sq
     },
     sweepPacing: { blocksWriters: true },
     async read<T>(body: (conn: SqlConnection) => MaybePromise<T>, signal: SignalOption = {}): Promise<T> {
-      const started = clock.monotonic();
-      for (let attempt = 0; ; attempt += 1) {
-        signal.signal?.throwIfAborted();
-        try {
+      try {
+        if (readBusyWaitMs === undefined) {
+          signal.signal?.throwIfAborted();
           return await body(reader);
-        } catch (error) {
-          const elapsed = clock.monotonic() - started;
-          if (
-            readBusyWaitMs !== undefined &&
-            isSqliteBusy(sqliteDriverError(error)) &&
-            elapsed < readBusyWaitMs
-          ) {
-            await clock.sleep(Math.min(50, 1 + 2 ** attempt) * (0.5 + Math.random() / 2), signal);
-            continue;
-          }
-          throw translateSqliteOrmError(error, path);
         }
+        return await retryWhileBusy(() => body(reader), new LockWait(readBusyWaitMs, clock), {
+          signal: signal.signal,
+          busy: (error) => isSqliteBusy(sqliteDriverError(error)),
+          gaveUp: (error) => error, // a read changes nothing: the driver's busy, translated below
+        });
+      } catch (error) {
+        throw translateSqliteOrmError(error, path);
       }
     },
     transaction: orm.transaction,

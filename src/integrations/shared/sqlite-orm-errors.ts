@@ -1,8 +1,6 @@
 import { isIdemError } from '../../core/errors.js';
 import { translateSqliteError } from '../../adapters/sqlite/sqlite-errors.js';
-
-/** How long a caller is told to wait after SQLITE_BUSY: the write lock is usually held for ms. */
-const BUSY_RETRY_MS = 50;
+import { SQLITE_BUSY_RETRY_MS } from '../../adapters/sqlite/lock-wait.js';
 
 /**
  * An error out of an ORM's SQLite transaction, translated when it is better-sqlite3's (a `code`
@@ -12,7 +10,7 @@ const BUSY_RETRY_MS = 50;
 export function translateSqliteOrmError(error: unknown, path?: string): unknown {
   if (isIdemError(error)) return error;
   const cause = sqliteDriverError(error);
-  return cause === undefined ? error : translateSqliteError(cause, BUSY_RETRY_MS, path);
+  return cause === undefined ? error : translateSqliteError(cause, SQLITE_BUSY_RETRY_MS, path);
 }
 
 /** better-sqlite3's error itself, or under one wrapper's `cause` (Drizzle's DrizzleQueryError). */
