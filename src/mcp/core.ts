@@ -47,7 +47,7 @@ export {
   DEFAULT_OPERATOR_HINT,
   type FollowUpNames,
 } from './follow-up.js';
-export { principalFromAuthInfo, type AuthInfoLike } from './principal.js';
+export { principalFromAuthInfo, toolCallContext, type AuthInfoLike } from './principal.js';
 export {
   attachAuthInfo,
   principalAuthInfo,

@@ -20,7 +20,16 @@ export function principalFromAuthInfo(authInfo: AuthInfoLike | undefined): strin
     : undefined;
 }
 
-/** What a tool learns of a call from its transport: the principal, the credential's fields, the signal. */
+/**
+ * The `ToolCallContext` an `IdemTool`'s `handle` takes, built from what a framework hands a tool
+ * callback (`(args, extra)`): the request's `AuthInfo` (or anything with its `extra`) and its abort
+ * signal. `principal` is `principalFromAuthInfo(authInfo)`: `extra.principal`, or undefined (every
+ * tool then answers `forbidden`) when it is missing, empty or not storable. `credentials` is the
+ * whole `extra` as given (so `authorizeByGrant` sees the credential's own `workspaces`), left out
+ * without one; `signal` is passed through, left out when undefined. It reads nothing else, never
+ * the tool's arguments, and never throws. `registerIdemTool` (SDK v2 and 1.x) builds its context
+ * with it; a framework of your own calls `tool.handle(args, toolCallContext(authInfo, signal))`.
+ */
 export function toolCallContext(
   authInfo: AuthInfoLike | undefined,
   signal: AbortSignal | undefined,

@@ -21,3 +21,27 @@ describe('principalFromAuthInfo', () => {
     }
   });
 });
+
+describe('toolCallContext (idem/mcp, for frameworks that hand a tool `(args, extra)`)', () => {
+  it('is exported by idem/mcp and idem/mcp-v1 and builds the context registerIdemTool builds', async () => {
+    const [v2, v1] = await Promise.all([
+      import('../../src/mcp/index.js'),
+      import('../../src/mcp/v1/index.js'),
+    ]);
+    expect(v2.toolCallContext).toBe(toolCallContext);
+    expect(v1.toolCallContext).toBe(toolCallContext);
+    const signal = new AbortController().signal;
+    const extra = { principal: 'alice', workspaces: ['team-a'] };
+    expect(toolCallContext({ extra }, signal)).toEqual({ principal: 'alice', credentials: extra, signal });
+    expect(toolCallContext({ extra }, signal).credentials).toBe(extra);
+  });
+
+  it('leaves out credentials and signal it was not given, and has no principal without one', () => {
+    expect(toolCallContext(undefined, undefined)).toEqual({ principal: undefined });
+    expect(Object.keys(toolCallContext({}, undefined))).toEqual(['principal']);
+    expect(toolCallContext({ extra: { workspaces: ['team-a'] } }, undefined)).toEqual({
+      principal: undefined,
+      credentials: { workspaces: ['team-a'] },
+    });
+  });
+});
