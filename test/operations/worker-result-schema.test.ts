@@ -7,6 +7,11 @@ import { outcomeOf } from '../../src/executor/call-outcome.js';
 import { exactOutputSchema } from '../../src/mcp/result-schema.js';
 import { outcomeResult } from '../../src/mcp/tool-result.js';
 import {
+  clientReferenceHandler,
+  idempotencyKeyHandler,
+  unkeyedHandler,
+} from '../../src/operations/public.js';
+import {
   Worker,
   type DispatchOutcome,
   type DurableHandler,
@@ -108,4 +113,17 @@ describe('a durable handler with a declared resultSchema', () => {
       expect(JSON.stringify(t.logger.lines)).not.toMatch(/hunter2|three/);
     },
   );
+
+  it('is an option of every ready HTTP handler, which the worker reads', () => {
+    const common = {
+      url: 'https://payments.example/payments',
+      body: (args: JsonObject) => args,
+      result: () => undefined,
+      resultSchema: DEPLOY_RESULT,
+    };
+    expect(idempotencyKeyHandler(common).resultSchema).toBe(DEPLOY_RESULT);
+    expect(unkeyedHandler(common).resultSchema).toBe(DEPLOY_RESULT);
+    const reference = { ...common, searchUrl: () => common.url, matches: () => [] };
+    expect(clientReferenceHandler(reference).resultSchema).toBe(DEPLOY_RESULT);
+  });
 });
