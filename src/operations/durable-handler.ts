@@ -191,7 +191,8 @@ export interface DurableHandler {
    * durable tool's `resultSchema`). The worker then records a success with only the fields of
    * `Applied.fields` that fit it: the effect has happened, so a field that does not fit never
    * turns it into a failure; it is left out and named (never its value) in an `op.result_mismatch`
-   * error line. MAY.
+   * error line. The evidence of a `cancelled` outcome (the answer a cancelled operation gives)
+   * keeps Idem's own names and only the business fields that fit, likewise. MAY.
    */
   readonly resultSchema?: z.ZodObject;
 }

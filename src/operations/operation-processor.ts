@@ -8,7 +8,7 @@ import type { OperationsLedger } from '../ports/operations-ledger.js';
 import { startAttempt, transition } from './ledger-transitions.js';
 import { attemptHistory, NOT_SENT, type AttemptHistory } from './attempt-history.js';
 import { CancelWatch } from './cancel-watch.js';
-import { fittedApplied } from './declared-fields.js';
+import { fittedApplied, fittedEvidence } from './declared-fields.js';
 import {
   providerKeyFor,
   type Applied,
@@ -240,7 +240,12 @@ export class OperationProcessor {
         return writer.fail(started, SETTLE_FROM, outcome.code, outcome.message, outcome.evidence);
       case 'cancelled':
         await finish('cancelled');
-        return writer.cancel(started, outcome.evidence);
+        return writer.cancel(
+          started,
+          fittedEvidence(outcome.evidence, handler.resultSchema, (fields) =>
+            logger.error('op.result_mismatch', { ...writer.fields(started), ...fields }),
+          ),
+        );
     }
   }
 

@@ -18,6 +18,7 @@ import {
   type ReconcileOutcome,
   type RecoveryMode,
 } from '../../src/operations/index.js';
+import { requestCancel } from '../../src/operations/ledger-transitions.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import {
   accept,
@@ -33,7 +34,11 @@ import {
 const DEPLOY_RESULT = z.object({ url: z.string(), replicas: z.number().int() });
 
 /** A worker whose handler declares DEPLOY_RESULT and answers with `fields`, after `first` (if any). */
-async function setup(mode: RecoveryMode, fields: JsonObject, first?: DispatchOutcome) {
+async function setup(
+  mode: RecoveryMode,
+  fields: JsonObject,
+  first?: DispatchOutcome | ((op: OperationRecord) => Promise<DispatchOutcome>),
+) {
   const clock = new FakeClock();
   const store = openStore(join(tempDir(), 'idem.sqlite'), clock);
   const logger = memoryLogger();
@@ -41,7 +46,7 @@ async function setup(mode: RecoveryMode, fields: JsonObject, first?: DispatchOut
   const handler: DurableHandler = {
     mode,
     resultSchema: DEPLOY_RESULT,
-    dispatch: async () => first ?? created,
+    dispatch: async (op) => (typeof first === 'function' ? first(op) : (first ?? created)),
     reconcile: async (): Promise<ReconcileOutcome> => created,
     nextAction: (op) => `look for ${op.operationId}`,
   };
@@ -56,7 +61,7 @@ async function setup(mode: RecoveryMode, fields: JsonObject, first?: DispatchOut
   });
   const op = await accept(store, clock, { service: 'billing', version: '3.1.0' });
   const get = async () => (await store.ledger.get(op.operationId)) as OperationRecord;
-  return { logger, worker, op, get };
+  return { logger, worker, op, get, store, clock };
 }
 
 /** The answer a replay of `record` gives, checked against the durable tool's exact output schema. */
@@ -113,6 +118,38 @@ describe('a durable handler with a declared resultSchema', () => {
       expect(JSON.stringify(t.logger.lines)).not.toMatch(/hunter2|three/);
     },
   );
+
+  it('stores cancellation evidence with Idem names and fitting declared fields only, and logs the rest', async () => {
+    const t = await setup('key', {}, async (op) => {
+      await requestCancel(t.store.ledger, op.operationId, t.clock.now());
+      return {
+        kind: 'cancelled',
+        evidence: {
+          status: 'cancelled',
+          operation_id: op.operationId,
+          next_action: 'Check before running it again.',
+          url: 'https://billing.example',
+          replicas: 'three',
+          exit_code: 143,
+        },
+      };
+    });
+    for (let turn = 0; turn < 5 && (await t.worker.runOnce()); turn++);
+    const record = await t.get();
+    expect(record.status).toBe('cancelled');
+    expect(record.result).toEqual({
+      status: 'cancelled',
+      operation_id: t.op.operationId,
+      next_action: 'Check before running it again.',
+      url: 'https://billing.example',
+    });
+    expect(fitsExactSchema(record)).toBe(true);
+    const logged = t.logger.events('op.result_mismatch');
+    expect(logged).toHaveLength(1);
+    expect(String(logged[0]?.problems)).toBe(
+      'replicas: does not fit its declaration; exit_code: not declared',
+    );
+  });
 
   it('is an option of every ready HTTP handler, which the worker reads', () => {
     const common = {
