@@ -75,6 +75,13 @@ interface OperationDefinition {
 export interface IdempotentOperation<App, Args extends Record<string, unknown>> extends OperationDefinition {
   /** The application's writes, made with the store's application handle inside its transaction. */
   effect(app: App, args: Args, context: EffectContext): EffectResult | Promise<EffectResult>;
+  /**
+   * Checks the effect's result inside the transaction, before the receipt is written: a throw (an
+   * `IdemError` `internal` naming what is wrong, never the values) rolls the effect back, so nothing
+   * is committed and a retry with the same key runs the effect again. Synchronous, like a SQLite
+   * effect. `idempotentTool` sets it from its `resultSchema`.
+   */
+  checkResult?(result: EffectResult): void;
 }
 
 /** A long-running operation: accepted now, carried out by a worker (src/operations). */
@@ -190,6 +197,7 @@ export class Executor<App> {
       receipt: (result) => {
         const now = this.#clock.now();
         const business = checkEffectResult(result);
+        operation.checkResult?.(business);
         return {
           ...this.#newRecord(identity, context.operationId, requestFingerprint, 'local', now),
           status: 'succeeded',

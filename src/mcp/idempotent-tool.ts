@@ -22,6 +22,7 @@ import { objectSchema, type ArgsOf, type IdemTool, type ToolInput } from './idem
 import { DEFAULT_STATUS_TOOL, type FollowUpNames } from './follow-up.js';
 import { idempotencyInstructions } from './tool-description.js';
 import { errorContent, idemResultSchema, outcomeResult, toolResult } from './tool-result.js';
+import { exactOutputSchema, resultCheck, validateResultSchema } from './result-schema.js';
 import { ToolCallLog } from './tool-call-log.js';
 import { validateArguments } from './validate-arguments.js';
 
@@ -87,6 +88,17 @@ interface ToolDefinition<Input extends ToolInput> {
    * result's `next_action`. Default `idem ops resolve`; an empty string leaves it out.
    */
   readonly operatorHint?: string;
+  /**
+   * The business fields the tool's result carries beside `resource_id`, as a zod object
+   * (`z.object({ ticket_id: z.string() })`). With it the advertised output schema is exact: Idem's
+   * own fields plus these, no other key, the declared ones optional so that error answers fit too.
+   * An idempotent tool's effect result is checked against it (strictly, as written) inside the
+   * transaction: a mismatch commits nothing and answers `internal` naming the field. A durable tool
+   * only advertises it (its worker's handler makes the result). Without it the output schema lets
+   * any business field through. Declaring it, or changing it, does not change old receipts: a
+   * version listed in `replaysVersions` must have returned fields that fit it.
+   */
+  readonly resultSchema?: z.ZodObject;
 }
 
 /** An idempotent tool's definition (name, version, input, ...) and the effect it commits once per key. */
@@ -109,6 +121,7 @@ export function idempotentTool<App, Input extends ToolInput>(
   executor: Executor<App>,
   config: IdempotentToolConfig<App, Input>,
 ): IdemTool {
+  if (config.resultSchema !== undefined) validateResultSchema(config.name, config.resultSchema);
   const operation: IdempotentOperation<App, ToolArgs<Input>> = {
     name: config.name,
     version: config.version,
@@ -116,6 +129,9 @@ export function idempotentTool<App, Input extends ToolInput>(
     ...(config.replaysVersions === undefined ? {} : { replaysVersions: config.replaysVersions }),
     ...(config.fingerprint === undefined ? {} : { fingerprint: config.fingerprint }),
     effect: (app, args, context) => config.effect(app, args, context),
+    ...(config.resultSchema === undefined
+      ? {}
+      : { checkResult: resultCheck(config.name, config.resultSchema) }),
   };
   return mutatingTool(executor, config, (request) => executor.run(operation, request));
 }
@@ -145,6 +161,7 @@ function mutatingTool<App, Input extends ToolInput>(
   perform: (request: CallRequest<ToolArgs<Input>>) => Promise<CallOutcome>,
 ): IdemTool {
   Executor.validate(config);
+  if (config.resultSchema !== undefined) validateResultSchema(config.name, config.resultSchema);
   const business = objectSchema(config.inputSchema);
   const fields = ['workspace', ...Object.keys(business.shape).filter((field) => field !== 'workspace')];
   validateFingerprintSelection(config.fingerprint, fields);
@@ -164,7 +181,8 @@ function mutatingTool<App, Input extends ToolInput>(
     description: `${config.description}\n\n${idempotencyInstructions(retentionMs, config.statusTool ?? DEFAULT_STATUS_TOOL, config.tombstoneRetentionMs, fingerprintCoverage(fields, config.fingerprint))}`,
     inputSchema: advertisedSchema(strict),
     argumentsSchema: strict,
-    outputSchema: idemResultSchema,
+    outputSchema:
+      config.resultSchema === undefined ? idemResultSchema : exactOutputSchema(config.resultSchema),
     annotations: { idempotentHint: true, readOnlyHint: false, destructiveHint: false },
     async handle(raw, context) {
       // A call the executor never sees still logs its one `idem.call` line; the executor logs the rest.

@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { JsonObject } from '../core/json.js';
 import type { OperationRecord } from '../core/operation-record.js';
@@ -67,6 +68,7 @@ class ClientReferenceHandler implements DurableHandler {
   readonly mode = 'reference' as const;
   readonly landingMs?: number;
   readonly policy?: RetryPolicy;
+  readonly resultSchema?: z.ZodObject;
   readonly #options: ClientReferenceHandlerOptions;
   readonly #field: string;
   readonly #clock: Clock;
@@ -79,6 +81,7 @@ class ClientReferenceHandler implements DurableHandler {
     this.#providerName = options.providerName ?? new URL(options.url).host;
     if (options.landingMs !== undefined) this.landingMs = options.landingMs;
     if (options.policy !== undefined) this.policy = options.policy;
+    if (options.resultSchema !== undefined) this.resultSchema = options.resultSchema;
   }
 
   async dispatch(operation: OperationRecord, context: HandlerCallContext): Promise<DispatchOutcome> {

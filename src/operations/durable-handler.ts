@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import type { ErrorCode } from '../core/errors.js';
 import type { JsonObject } from '../core/json.js';
 import type { OperationRecord } from '../core/operation-record.js';
@@ -185,4 +186,13 @@ export interface DurableHandler {
    * such a success carries status, operation_id and resource_id only. MAY; pure, no I/O.
    */
   successFields?(operation: OperationRecord, resourceId: string): JsonObject;
+  /**
+   * The business fields a success carries beside `resource_id` (give the same zod object as the
+   * durable tool's `resultSchema`). The worker then records a success with only the fields of
+   * `Applied.fields` that fit it: the effect has happened, so a field that does not fit never
+   * turns it into a failure; it is left out and named (never its value) in an `op.result_mismatch`
+   * error line. The evidence of a `cancelled` outcome (the answer a cancelled operation gives)
+   * keeps Idem's own names and only the business fields that fit, likewise. MAY.
+   */
+  readonly resultSchema?: z.ZodObject;
 }

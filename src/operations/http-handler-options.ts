@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import type { Clock } from '../core/clock.js';
 import type { JsonObject } from '../core/json.js';
 import type { RetryPolicy } from '../core/retry-policy.js';
@@ -29,6 +30,11 @@ export interface HttpHandlerOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** This tool's own retry budget and attempts; default the worker's policy. */
   readonly policy?: RetryPolicy;
+  /**
+   * The business fields of a success, the durable tool's own `resultSchema`: a success's fields
+   * that do not fit it are left out of the stored result and logged (see `DurableHandler`).
+   */
+  readonly resultSchema?: z.ZodObject;
   /** Names the provider in `outcome_unknown` sentences; default the URL's host. */
   readonly providerName?: string;
   /**

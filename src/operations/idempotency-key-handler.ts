@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { JsonObject } from '../core/json.js';
 import type { OperationRecord } from '../core/operation-record.js';
@@ -62,6 +63,7 @@ class IdempotencyKeyHandler implements DurableHandler {
   readonly mode = 'key' as const;
   readonly providerKeyRetentionMs?: number;
   readonly policy?: RetryPolicy;
+  readonly resultSchema?: z.ZodObject;
   readonly #options: IdempotencyKeyHandlerOptions;
   readonly #clock: Clock;
   readonly #providerName: string;
@@ -73,6 +75,7 @@ class IdempotencyKeyHandler implements DurableHandler {
     if (options.providerKeyRetentionMs !== undefined)
       this.providerKeyRetentionMs = options.providerKeyRetentionMs;
     if (options.policy !== undefined) this.policy = options.policy;
+    if (options.resultSchema !== undefined) this.resultSchema = options.resultSchema;
   }
 
   async dispatch(operation: OperationRecord, context: HandlerCallContext): Promise<DispatchOutcome> {

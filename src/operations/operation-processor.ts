@@ -8,8 +8,10 @@ import type { OperationsLedger } from '../ports/operations-ledger.js';
 import { startAttempt, transition } from './ledger-transitions.js';
 import { attemptHistory, NOT_SENT, type AttemptHistory } from './attempt-history.js';
 import { CancelWatch } from './cancel-watch.js';
+import { fittedApplied, fittedEvidence } from './declared-fields.js';
 import {
   providerKeyFor,
+  type Applied,
   type DispatchOutcome,
   type DurableHandler,
   type RecoveryMode,
@@ -206,7 +208,7 @@ export class OperationProcessor {
     switch (outcome.kind) {
       case 'created': {
         faults.hit('after_provider_reply');
-        const next = await writer.succeed(started, outcome);
+        const next = await writer.succeed(started, this.#fitted(started, handler, outcome));
         await finish('succeeded');
         faults.hit('after_receipt');
         return next;
@@ -238,7 +240,12 @@ export class OperationProcessor {
         return writer.fail(started, SETTLE_FROM, outcome.code, outcome.message, outcome.evidence);
       case 'cancelled':
         await finish('cancelled');
-        return writer.cancel(started, outcome.evidence);
+        return writer.cancel(
+          started,
+          fittedEvidence(outcome.evidence, handler.resultSchema, (fields) =>
+            logger.error('op.result_mismatch', { ...writer.fields(started), ...fields }),
+          ),
+        );
     }
   }
 
@@ -259,7 +266,7 @@ export class OperationProcessor {
     if (lease.aborted) return undefined;
     switch (found.kind) {
       case 'created':
-        return writer.succeed(op, found);
+        return writer.succeed(op, this.#fitted(op, handler, found));
       case 'unsupported':
         return writer.unknown(op, handler, 'the handler cannot reconcile an earlier attempt');
       case 'ambiguous':
@@ -382,6 +389,13 @@ export class OperationProcessor {
   async #history(op: OperationRecord): Promise<AttemptHistory> {
     if (op.attemptCount === 0) return { reached: 0, firstReachedAt: undefined, lastReachedAt: undefined };
     return attemptHistory(await this.#o.ledger.attempts(op.operationId));
+  }
+
+  /** A success with only the fields that fit the handler's `resultSchema` (see `fittedApplied`). */
+  #fitted(op: OperationRecord, handler: DurableHandler, applied: Applied): Applied {
+    return fittedApplied(applied, handler.resultSchema, (fields) =>
+      this.#o.logger.error('op.result_mismatch', { ...this.#o.writer.fields(op), ...fields }),
+    );
   }
 
   /** The handler's own policy, if it has one; else the worker's. */

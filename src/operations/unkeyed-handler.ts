@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { JsonObject } from '../core/json.js';
 import type { OperationRecord } from '../core/operation-record.js';
@@ -53,6 +54,7 @@ export function unkeyedHandler(options: UnkeyedHandlerOptions): DurableHandler {
 class UnkeyedHandler implements DurableHandler {
   readonly mode = 'none' as const;
   readonly policy?: RetryPolicy;
+  readonly resultSchema?: z.ZodObject;
   readonly #options: UnkeyedHandlerOptions;
   readonly #clock: Clock;
   readonly #providerName: string;
@@ -62,6 +64,7 @@ class UnkeyedHandler implements DurableHandler {
     this.#clock = options.clock ?? systemClock;
     this.#providerName = options.providerName ?? new URL(options.url).host;
     if (options.policy !== undefined) this.policy = options.policy;
+    if (options.resultSchema !== undefined) this.resultSchema = options.resultSchema;
   }
 
   async dispatch(operation: OperationRecord, context: HandlerCallContext): Promise<DispatchOutcome> {
