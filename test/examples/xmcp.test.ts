@@ -129,7 +129,7 @@ describe('guide example xmcp (xmcp build, SQLite, middleware auth)', () => {
     expect(tickets(args.title)).toEqual([{ id: [...ids][0], workspace: 'team-a', title: 'Eight at once' }]);
   });
 
-  it('answers a missing field with a coded invalid_argument, and writes nothing', async () => {
+  it('answers a missing field with a coded invalid_argument (xmcp's own validation lets it through)', async () => {
     const args = { idempotency_key: randomUUID(), workspace: 'team-a' };
     const refused = await callTool(alice, 'create_ticket', args);
     expect(refused.isError).toBe(true);
