@@ -56,7 +56,11 @@ describe('guide example xmcp (xmcp build, SQLite, middleware auth)', () => {
     }
     const port = await freePort();
     // xmcp reads its config (the port) when it builds.
-    execFileSync('npx', ['xmcp', 'build'], { cwd: APP, env: cleanEnv({ PORT: String(port) }), stdio: 'pipe' });
+    execFileSync('npx', ['xmcp', 'build'], {
+      cwd: APP,
+      env: cleanEnv({ PORT: String(port) }),
+      stdio: 'pipe',
+    });
     const server = track(
       spawn(process.execPath, [join(APP, 'dist', 'http.js')], {
         cwd: dir,
@@ -67,7 +71,7 @@ describe('guide example xmcp (xmcp build, SQLite, middleware auth)', () => {
     let stderr = '';
     server.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     const url = `http://127.0.0.1:${port}/mcp`;
-    for (const deadline = Date.now() + 30_000; ; ) {
+    for (const deadline = Date.now() + 30_000; ;) {
       const client = await connectHttp(url, ALICE).catch((error: unknown) => {
         if (Date.now() > deadline || server.exitCode !== null) {
           throw new Error(`the xmcp example did not start: ${String(error)}\n${stderr}`);
@@ -96,7 +100,11 @@ describe('guide example xmcp (xmcp build, SQLite, middleware auth)', () => {
     const [tool, ...others] = (await alice.listTools()).tools;
     expect(others).toEqual([]);
     expect(tool?.name).toBe('create_ticket');
-    expect(tool?.inputSchema.properties?.title).toMatchObject({ type: 'string', minLength: 1, maxLength: 200 });
+    expect(tool?.inputSchema.properties?.title).toMatchObject({
+      type: 'string',
+      minLength: 1,
+      maxLength: 200,
+    });
     expect([...(tool?.inputSchema.required ?? [])].sort()).toEqual(['idempotency_key', 'title', 'workspace']);
     expect(tool?.description).toMatch(/idempotency_key/);
     expect(tool?.annotations?.idempotentHint).toBe(true);
@@ -115,13 +123,17 @@ describe('guide example xmcp (xmcp build, SQLite, middleware auth)', () => {
     const conflict = await callTool(alice, 'create_ticket', { ...args, title: 'Something else' });
     expect(conflict.isError).toBe(true);
     expect(conflict.sc.error?.code).toBe('payload_conflict');
-    expect(tickets(args.title)).toEqual([{ id: first.sc.resource_id, workspace: 'team-a', title: 'Via xmcp' }]);
+    expect(tickets(args.title)).toEqual([
+      { id: first.sc.resource_id, workspace: 'team-a', title: 'Via xmcp' },
+    ]);
     expect(tickets('Something else')).toEqual([]);
   });
 
   it('8 concurrent calls with one key: one ticket, one resource id in every answer', async () => {
     const args = { idempotency_key: randomUUID(), workspace: 'team-a', title: 'Eight at once' };
-    const results = await Promise.all(Array.from({ length: 8 }, () => callTool(alice, 'create_ticket', args)));
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => callTool(alice, 'create_ticket', args)),
+    );
     for (const result of results) expect(result.sc).toMatchObject({ status: 'succeeded' });
     const ids = new Set(results.map((result) => result.sc.resource_id));
     expect(ids.size).toBe(1);
@@ -129,7 +141,7 @@ describe('guide example xmcp (xmcp build, SQLite, middleware auth)', () => {
     expect(tickets(args.title)).toEqual([{ id: [...ids][0], workspace: 'team-a', title: 'Eight at once' }]);
   });
 
-  it('answers a missing field with a coded invalid_argument (xmcp's own validation lets it through)', async () => {
+  it('answers a missing field with a coded invalid_argument (xmcp lets it through to Idem)', async () => {
     const args = { idempotency_key: randomUUID(), workspace: 'team-a' };
     const refused = await callTool(alice, 'create_ticket', args);
     expect(refused.isError).toBe(true);

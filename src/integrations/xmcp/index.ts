@@ -65,7 +65,8 @@ export function xmcpTool(tool: IdemTool): XmcpToolExports {
   for (const [name, field] of Object.entries(tool.argumentsSchema.shape)) {
     schema[name] = passThrough(field as z.ZodType);
   }
-  const annotations = tool.title === undefined ? tool.annotations : { ...tool.annotations, title: tool.title };
+  const annotations =
+    tool.title === undefined ? tool.annotations : { ...tool.annotations, title: tool.title };
   return {
     schema,
     metadata: { name: tool.name, description: tool.description, annotations },

@@ -1,5 +1,5 @@
 import { xmcpTool } from 'idem/xmcp';
-import { createTicket } from '../tickets';
+import { createTicket } from '../tickets.js';
 
 const tool = xmcpTool(createTicket);
 export const { schema, metadata, outputSchema } = tool;
