@@ -96,6 +96,14 @@ describe('guide example xmcp (xmcp build, SQLite, middleware auth)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('type-checks as an app of its own, importing idem/xmcp by package name', () => {
+    // Not part of the root tsconfig (its own package.json ends the self-reference to `idem`).
+    const tsc = join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+    expect(() =>
+      execFileSync(process.execPath, [tsc, '-p', join(APP, 'tsconfig.json')], { cwd: APP, stdio: 'pipe' }),
+    ).not.toThrow();
+  });
+
   it('lists create_ticket with its typed, required fields, the retry contract and the exact output schema', async () => {
     const [tool, ...others] = (await alice.listTools()).tools;
     expect(others).toEqual([]);
