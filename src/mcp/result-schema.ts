@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { IdemError } from '../core/errors.js';
+import { IDEM_EVIDENCE_FIELDS, IDEM_RESULT_FIELDS } from '../core/result-field-names.js';
 import type { EffectResult } from '../executor/effect.js';
 import { idemResultShape } from './tool-result.js';
 
@@ -13,10 +14,7 @@ const evidenceShape = {
 };
 
 /** Names an effect's declared result fields may not use: Idem sets them on every answer. */
-export const RESERVED_RESULT_FIELDS: readonly string[] = [
-  ...Object.keys(idemResultShape),
-  ...Object.keys(evidenceShape),
-];
+export const RESERVED_RESULT_FIELDS: readonly string[] = [...IDEM_RESULT_FIELDS, ...IDEM_EVIDENCE_FIELDS];
 
 /**
  * Checks a tool's `resultSchema` once, at registration: a zod object whose fields are business

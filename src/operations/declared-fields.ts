@@ -1,19 +1,11 @@
 import type { z } from 'zod';
 import type { JsonObject } from '../core/json.js';
 import type { LogFields } from '../core/logger.js';
+import { IDEM_EVIDENCE_FIELDS, IDEM_RESULT_FIELDS } from '../core/result-field-names.js';
 import type { Applied } from './durable-handler.js';
 
 /** The names Idem's own answer fields take (idemResultShape and a stored failure's evidence). */
-const IDEM_NAMES: ReadonlySet<string> = new Set([
-  'status',
-  'operation_id',
-  'resource_id',
-  'replayed',
-  'error',
-  'next_action',
-  'attempts',
-  'result',
-]);
+const IDEM_NAMES: ReadonlySet<string> = new Set([...IDEM_RESULT_FIELDS, ...IDEM_EVIDENCE_FIELDS]);
 
 /**
  * A success as the worker records it when its handler declares `resultSchema`: the effect has

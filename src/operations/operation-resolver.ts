@@ -1,4 +1,5 @@
 import { IdemError } from '../core/errors.js';
+import { IDEM_RESULT_FIELDS } from '../core/result-field-names.js';
 import type { JsonObject, JsonValue } from '../core/json.js';
 import type { OperationRecord } from '../core/operation-record.js';
 import type { OperationsLedger } from '../ports/operations-ledger.js';
@@ -40,14 +41,7 @@ export async function resolveOperation(
 }
 
 /** The names a durable tool's result gives itself (idemResultSchema); business fields stand beside. */
-const IDEM_RESULT_NAMES: ReadonlySet<string> = new Set([
-  'status',
-  'operation_id',
-  'resource_id',
-  'replayed',
-  'error',
-  'next_action',
-]);
+const IDEM_RESULT_NAMES: ReadonlySet<string> = new Set(IDEM_RESULT_FIELDS);
 
 /**
  * Why the result fields an operator gives (`fields`) do not fit a success of `operation`, or

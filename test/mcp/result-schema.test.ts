@@ -8,7 +8,9 @@ import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
 import { IdemError } from '../../src/core/errors.js';
 import { Executor } from '../../src/executor/executor.js';
 import { durableTool, idempotentTool } from '../../src/mcp/idempotent-tool.js';
-import { outcomeResult } from '../../src/mcp/tool-result.js';
+import { idemResultShape, outcomeResult } from '../../src/mcp/tool-result.js';
+import { exactOutputSchema, RESERVED_RESULT_FIELDS } from '../../src/mcp/result-schema.js';
+import { IDEM_EVIDENCE_FIELDS, IDEM_RESULT_FIELDS } from '../../src/core/result-field-names.js';
 import { SDKS, type SdkCallResult, type SdkSession } from '../helpers/sdk-harness.js';
 import { cleanup, makeTempDir } from '../helpers/mcp-fixtures.js';
 
@@ -180,6 +182,16 @@ describe.each(SDKS)('declared result fields on $name', (sdk) => {
 });
 
 describe('declared result fields', () => {
+  it("reserves exactly the names of Idem's schema (one list for the MCP tools, the worker and ops resolve)", () => {
+    expect(Object.keys(idemResultShape)).toEqual(IDEM_RESULT_FIELDS);
+    expect(Object.keys(exactOutputSchema(z.object({ ticket_id: z.string() })).shape)).toEqual([
+      ...IDEM_RESULT_FIELDS,
+      ...IDEM_EVIDENCE_FIELDS,
+      'ticket_id',
+    ]);
+    expect(RESERVED_RESULT_FIELDS).toEqual([...IDEM_RESULT_FIELDS, ...IDEM_EVIDENCE_FIELDS]);
+  });
+
   const makeTool = (resultSchema: unknown) => () =>
     idempotentTool(new Executor({ store: new SqliteStore(openSqlite(':memory:')), authorize: () => true }), {
       name: 'create_ticket',
