@@ -5,21 +5,14 @@
  * every answer validated by a real SDK client against the tool's output schema), the outbox
  * dispatcher, and the start-up warning for a durable tool without its status tool.
  */
-import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/client';
 import { InMemoryTransport, McpServer } from '@modelcontextprotocol/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  DEFAULT_RETRY_POLICY as ROOT_DEFAULT_RETRY_POLICY,
-  Executor,
-  type IdemStore,
-  type Logger,
-} from '../../src/index.js';
+import { DEFAULT_RETRY_POLICY as ROOT_DEFAULT_RETRY_POLICY, Executor, type Logger } from '../../src/index.js';
 import { SqliteStore, openSqlite } from '../../src/adapters/sqlite/index.js';
-import { PostgresStore, openPostgres } from '../../src/adapters/postgres/index.js';
 import {
   attachAuthInfo,
   principalAuthInfo,
@@ -35,44 +28,9 @@ import {
   type DurableHandler,
   type OperationRecord,
 } from '../../src/operations/public.js';
-import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
+import { BACKENDS } from '../helpers/public-backends.js';
 
 const silent: Logger = { info() {}, warn() {}, error() {} };
-
-interface Backend {
-  readonly name: string;
-  open(): Promise<{ store: IdemStore; close(): Promise<void> }>;
-}
-
-const BACKENDS: Backend[] = [
-  {
-    name: 'sqlite',
-    open: async () => {
-      const store = new SqliteStore(openSqlite(':memory:'));
-      return { store: store as never, close: async () => store.close() };
-    },
-  },
-  ...(postgresAvailable
-    ? [
-        {
-          name: 'postgres',
-          open: async () => {
-            const schema = `idem_t_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
-            const pool = await openPostgres(POSTGRES_URL, { schema, max: 4 });
-            const store = await PostgresStore.create(pool);
-            return {
-              store: store as never,
-              close: async () => {
-                await store.close();
-                await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
-                await pool.end();
-              },
-            };
-          },
-        },
-      ]
-    : []),
-];
 
 /** A payment provider that is just a function: it remembers the keys it applied. */
 function fakePayments() {

@@ -5,16 +5,13 @@
  * durable tool, the handler, `startWorker`. A request that provably was not applied is sent again;
  * one that may have been never is: the operation ends `outcome_unknown` for an operator.
  */
-import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/client';
 import { InMemoryTransport, McpServer } from '@modelcontextprotocol/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Executor, type IdemStore, type JsonObject, type Logger } from '../../src/index.js';
-import { SqliteStore, openSqlite } from '../../src/adapters/sqlite/index.js';
-import { PostgresStore, openPostgres } from '../../src/adapters/postgres/index.js';
+import { Executor, type JsonObject, type Logger } from '../../src/index.js';
 import {
   attachAuthInfo,
   principalAuthInfo,
@@ -22,44 +19,9 @@ import {
   registerOperationTools,
 } from '../../src/mcp/index.js';
 import { startWorker, unkeyedHandler, type OperationRecord } from '../../src/operations/public.js';
-import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
+import { BACKENDS } from '../helpers/public-backends.js';
 
 const silent: Logger = { info() {}, warn() {}, error() {} };
-
-interface Backend {
-  readonly name: string;
-  open(): Promise<{ store: IdemStore; close(): Promise<void> }>;
-}
-
-const BACKENDS: Backend[] = [
-  {
-    name: 'sqlite',
-    open: async () => {
-      const store = new SqliteStore(openSqlite(':memory:'));
-      return { store: store as never, close: async () => store.close() };
-    },
-  },
-  ...(postgresAvailable
-    ? [
-        {
-          name: 'postgres',
-          open: async () => {
-            const schema = `idem_t_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
-            const pool = await openPostgres(POSTGRES_URL, { schema, max: 4 });
-            const store = await PostgresStore.create(pool);
-            return {
-              store: store as never,
-              close: async () => {
-                await store.close();
-                await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
-                await pool.end();
-              },
-            };
-          },
-        },
-      ]
-    : []),
-];
 
 type Fault = 'drop_after_apply' | 'unavailable';
 
