@@ -44,7 +44,7 @@ const sdkV2 = {
 export default tseslint.config(
   {
     ignores: [
-      'dist/**',
+      'packages/*/dist/**',
       'dist-bench/**',
       'dist-examples/**',
       'examples/xmcp/dist/**',
@@ -66,12 +66,12 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/**'],
+    files: ['packages/*/src/**'],
     rules: { 'no-restricted-properties': ['error', ...gcSafeTimeouts] },
   },
   {
     // Rule options replace earlier ones: this list repeats gcSafeTimeouts.
-    files: ['src/core/**', 'src/ports/**', 'src/executor/**'],
+    files: ['packages/idem/src/core/**', 'packages/idem/src/ports/**', 'packages/idem/src/executor/**'],
     rules: {
       'no-restricted-imports': ['error', noSdkOrDriver],
       'no-restricted-properties': [
@@ -84,46 +84,47 @@ export default tseslint.config(
   {
     // The library outside src/mcp and src/client, and the MCP core that idem/mcp and idem/mcp-v1 share.
     files: [
-      'src/adapters/**',
-      'src/operations/**',
-      'src/testing/**',
-      'src/index.ts',
-      'src/mcp/*.ts',
-      'src/commands/**',
+      'packages/idem/src/adapters/**',
+      'packages/idem/src/operations/**',
+      'packages/idem/src/testing/**',
+      'packages/idem/src/index.ts',
+      'packages/idem/src/mcp/*.ts',
+      'packages/idem/src/commands/**',
     ],
     ignores: [
-      'src/mcp/register-*.ts',
-      'src/mcp/index.ts',
-      'src/commands/register-*.ts',
-      'src/commands/index.ts',
+      'packages/idem/src/mcp/register-*.ts',
+      'packages/idem/src/mcp/index.ts',
+      'packages/idem/src/commands/register-*.ts',
+      'packages/idem/src/commands/index.ts',
     ],
     rules: { 'no-restricted-imports': ['error', { patterns: [anySdk] }] },
   },
   {
     files: [
-      'src/mcp/register-*.ts',
-      'src/mcp/index.ts',
-      'src/commands/register-*.ts',
-      'src/commands/index.ts',
-      'src/mcp/oauth/**',
-      'src/server/**',
-      'src/client/**',
-      'src/cli/**',
+      'packages/idem/src/mcp/register-*.ts',
+      'packages/idem/src/mcp/index.ts',
+      'packages/idem/src/commands/register-*.ts',
+      'packages/idem/src/commands/index.ts',
+      'packages/idem/src/mcp/oauth/**',
+      'packages/idem-cli/src/server/**',
+      'packages/idem/src/client/**',
+      'packages/idem-cli/src/cli/**',
     ],
     rules: { 'no-restricted-imports': ['error', { patterns: [sdkV1] }] },
   },
   {
-    files: ['src/mcp/v1/**'],
+    files: ['packages/idem/src/mcp/v1/**'],
     rules: { 'no-restricted-imports': ['error', { patterns: [sdkV2] }] },
   },
   {
-    files: ['src/**'],
+    files: ['packages/*/src/**'],
     rules: { 'no-console': 'error' },
   },
   {
-    // The library never imports the applications (src/server, src/provider, src/cli); the CLI alone
-    // imports the other two. See scripts/eslint-rooms.mjs.
-    files: ['src/**/*.ts'],
+    // Each package imports only its own files by path; the applications import the library by its
+    // name (idem, idem/<entry>), and the CLI alone imports the other two applications. See
+    // scripts/eslint-rooms.mjs.
+    files: ['packages/*/src/**/*.ts'],
     plugins: { idem: roomsPlugin },
     rules: { 'idem/rooms': 'error' },
   },

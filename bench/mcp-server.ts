@@ -7,15 +7,15 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { IdemError } from '../src/core/errors.js';
-import { readTool } from '../src/mcp/read-tool.js';
-import { registerIdemTool } from '../src/mcp/register-idempotent-tool.js';
-import { workspaceField } from '../src/mcp/idempotent-tool.js';
-import { startHttpServer } from '../src/server/http-server.js';
-import { grantedWorkspaces } from '../src/mcp/idem-identity.js';
-import { ReferenceApp } from '../src/server/reference-app.js';
-import type { ServerApp } from '../src/server/server-app.js';
-import { TokenRegistry, type Grant } from '../src/server/token-registry.js';
+import { IdemError } from '../packages/idem/src/core/errors.js';
+import { readTool } from '../packages/idem/src/mcp/read-tool.js';
+import { registerIdemTool } from '../packages/idem/src/mcp/register-idempotent-tool.js';
+import { workspaceField } from '../packages/idem/src/mcp/idempotent-tool.js';
+import { startHttpServer } from '../packages/idem-cli/src/server/http-server.js';
+import { grantedWorkspaces } from '../packages/idem/src/mcp/idem-identity.js';
+import { ReferenceApp } from '../packages/idem-cli/src/server/reference-app.js';
+import type { ServerApp } from '../packages/idem-cli/src/server/server-app.js';
+import { TokenRegistry, type Grant } from '../packages/idem-cli/src/server/token-registry.js';
 
 const { values } = parseArgs({
   options: {

@@ -1,56 +1,69 @@
-// An ESLint plugin with one rule, `rooms`: which folders of src/ may import which. The library (every
-// folder of src/ but the applications, and src/index.ts) never imports an application; an
+// An ESLint plugin with one rule, `rooms`: what the source of each workspace package may import by
+// path. A relative specifier is resolved against the importing file and must stay inside the
+// package's own src/: the library (packages/idem) never reaches into the applications, and the
+// applications (packages/idem-cli) import the library by its name, `idem` or `idem/<entry>`, as
+// any user's code does, so they use only what the library exports. Inside packages/idem-cli, one
 // application imports another only where APPLICATION_IMPORTS allows it (the CLI runs the reference
-// server and the demo provider). Relative specifiers are resolved against the importing file, so
-// the rule sees `../server/x.js` and `../../cli/y.js` alike and nothing else.
-import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+// server and the demo provider).
+import { dirname, relative, resolve, sep } from 'node:path';
 
-/** The applications under src/, and which other applications each may import. */
+/** The applications in packages/idem-cli/src, and which other applications each may import. */
 export const APPLICATION_IMPORTS = {
   cli: ['server', 'provider'],
   server: [],
   provider: [],
 };
 
-/** The folder of src/ a path belongs to ('index.ts' for src/index.ts), or undefined outside src/. */
-function roomOf(path, cwd) {
+/** `{ pkg, room }` of a path under packages/<pkg>/src/<room>, or undefined elsewhere. */
+function placeOf(path, cwd) {
   const parts = relative(cwd, path).split(sep);
-  if (parts[0] !== 'src' || parts.length < 2) return undefined;
-  return parts[1];
-}
-
-function isApplication(room) {
-  return Object.hasOwn(APPLICATION_IMPORTS, room);
+  if (parts[0] !== 'packages' || parts[2] !== 'src' || parts.length < 4) return undefined;
+  return { pkg: parts[1], room: parts[3] };
 }
 
 const rooms = {
   meta: {
     type: 'problem',
-    docs: { description: 'The library never imports the applications (src/server, src/provider, src/cli).' },
+    docs: {
+      description: 'Each package imports only its own src/ by path; applications import idem by name.',
+    },
     schema: [],
     messages: {
-      library:
-        'src/{{from}} is library code and must not import the application src/{{to}}: move what both need into the library.',
+      outside:
+        'packages/{{pkg}}/src must not import {{target}} by path: import the library as `idem` or `idem/<entry>`, and never an application from the library.',
       application: 'The application src/{{from}} must not import the application src/{{to}}.',
+      applications: 'The library (packages/idem) must not import the applications ({{specifier}}).',
     },
   },
   create(context) {
     const filename = context.filename;
     const cwd = context.cwd;
-    const from = roomOf(filename, cwd);
+    const from = placeOf(filename, cwd);
     if (from === undefined) return {};
     const check = (source) => {
       if (source === null || source === undefined || source.type !== 'Literal') return;
       const specifier = source.value;
-      if (typeof specifier !== 'string' || !specifier.startsWith('.')) return;
+      if (typeof specifier !== 'string') return;
+      if (from.pkg === 'idem' && /^idem-cli(\/|$)/.test(specifier)) {
+        context.report({ node: source, messageId: 'applications', data: { specifier } });
+        return;
+      }
+      if (!specifier.startsWith('.')) return;
       const target = resolve(dirname(filename), specifier);
-      if (!isAbsolute(target)) return;
-      const to = roomOf(target, cwd);
-      if (to === undefined || to === from || !isApplication(to)) return;
-      if (!isApplication(from)) {
-        context.report({ node: source, messageId: 'library', data: { from, to } });
-      } else if (!APPLICATION_IMPORTS[from].includes(to)) {
-        context.report({ node: source, messageId: 'application', data: { from, to } });
+      const to = placeOf(target, cwd);
+      if (to === undefined || to.pkg !== from.pkg) {
+        context.report({
+          node: source,
+          messageId: 'outside',
+          data: { pkg: from.pkg, target: relative(cwd, target).split(sep).join('/') },
+        });
+        return;
+      }
+      if (from.pkg !== 'idem-cli' || to.room === from.room) return;
+      if (!Object.hasOwn(APPLICATION_IMPORTS, from.room) || !Object.hasOwn(APPLICATION_IMPORTS, to.room))
+        return;
+      if (!APPLICATION_IMPORTS[from.room].includes(to.room)) {
+        context.report({ node: source, messageId: 'application', data: { from: from.room, to: to.room } });
       }
     };
     return {

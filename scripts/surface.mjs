@@ -24,9 +24,14 @@ function option(name) {
   return at === -1 ? undefined : process.argv[at + 1];
 }
 
-// --root and --record let a test point the script at a fixture package or another record.
-const root = resolve(option('--root') ?? join(import.meta.dirname, '..'));
-const RECORD = resolve(option('--record') ?? join(root, 'api', 'surface.txt'));
+// The library is the workspace package packages/idem; its record is api/surface.txt at the
+// repository root (the pack script copies it into the tarball). --root and --record let a test
+// point the script at a fixture package or another record.
+const repository = join(import.meta.dirname, '..');
+const root = resolve(option('--root') ?? join(repository, 'packages', 'idem'));
+const RECORD = resolve(
+  option('--record') ?? join(option('--root') === undefined ? repository : root, 'api', 'surface.txt'),
+);
 
 /** Every entry's exported names with kind and whether its declaration has a doc comment. */
 export function readSurface() {

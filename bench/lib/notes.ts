@@ -5,9 +5,9 @@ import {
   SqliteStore,
   type SqliteDatabase,
   type SqliteStoreOptions,
-} from '../../src/adapters/sqlite/index.js';
-import { Executor, type IdempotentOperation } from '../../src/index.js';
-import { silentLogger } from '../../src/core/logger.js';
+} from '../../packages/idem/src/adapters/sqlite/index.js';
+import { Executor, type IdempotentOperation } from '../../packages/idem/src/index.js';
+import { silentLogger } from '../../packages/idem/src/core/logger.js';
 
 /** The one effect every row performs: the same note insert (id, workspace, body, time). */
 export const NOTES_SQL = `CREATE TABLE IF NOT EXISTS notes (

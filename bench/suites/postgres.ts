@@ -5,9 +5,9 @@ import {
   PostgresStore,
   type PgClient,
   type PgPool,
-} from '../../src/adapters/postgres/index.js';
-import { Executor, type IdempotentOperation } from '../../src/index.js';
-import { silentLogger } from '../../src/core/logger.js';
+} from '../../packages/idem/src/adapters/postgres/index.js';
+import { Executor, type IdempotentOperation } from '../../packages/idem/src/index.js';
+import { silentLogger } from '../../packages/idem/src/core/logger.js';
 import type { Op } from '../lib/measure.js';
 import { newKey, newNoteId, noteBody, PRINCIPAL, WORKSPACE } from '../lib/notes.js';
 import { measureRows, skippedRow, type PlannedRow, type RowSpec } from '../lib/rows.js';

@@ -1,8 +1,8 @@
 import { closeSync, fsyncSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { migrateSqlite, type SqliteDatabase } from '../../src/adapters/sqlite/index.js';
-import { fingerprint } from '../../src/core/fingerprint.js';
+import { migrateSqlite, type SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/index.js';
+import { fingerprint } from '../../packages/idem/src/core/fingerprint.js';
 import { alternate, type Resumable } from '../lib/alternate.js';
 import { closedLoop, collectGarbage, type Op } from '../lib/measure.js';
 import {

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { migrateSqlite, type SqliteDatabase } from '../../src/adapters/sqlite/index.js';
+import { migrateSqlite, type SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/index.js';
 import {
   idemCall,
   INSERT_NOTE_SQL,

@@ -7,16 +7,16 @@ import {
   retryWhileBusy,
   retryWhileBusySync,
   writeLockTimeout,
-} from '../../src/adapters/sqlite/lock-wait.js';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
+} from '../../packages/idem/src/adapters/sqlite/lock-wait.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
 import {
   migrateSqliteAsync,
   migrateSqliteWaiting,
   SQLITE_SCHEMA_VERSION,
-} from '../../src/adapters/sqlite/sqlite-schema.js';
-import { WriteTurn } from '../../src/adapters/sqlite/write-turn.js';
-import { IdemError } from '../../src/core/errors.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+} from '../../packages/idem/src/adapters/sqlite/sqlite-schema.js';
+import { WriteTurn } from '../../packages/idem/src/adapters/sqlite/write-turn.js';
+import { IdemError } from '../../packages/idem/src/core/errors.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
 
 afterEach(removeTempFiles);

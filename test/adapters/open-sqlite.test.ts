@@ -1,6 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqlite, SqliteStore, SQLITE_SCHEMA_VERSION } from '../../src/adapters/sqlite/index.js';
-import { Executor } from '../../src/index.js';
+import {
+  openSqlite,
+  SqliteStore,
+  SQLITE_SCHEMA_VERSION,
+} from '../../packages/idem/src/adapters/sqlite/index.js';
+import { Executor } from '../../packages/idem/src/index.js';
 import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
 
 const path = (): string => tempFile();

@@ -1,11 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openPostgres } from '../../src/adapters/postgres/open-postgres.js';
-import type { PgClient, PgPool, PgQueryConfig } from '../../src/adapters/postgres/postgres-pool.js';
-import { identityLockKey } from '../../src/adapters/postgres/call-statements.js';
-import { PostgresStore } from '../../src/adapters/postgres/postgres-store.js';
-import { Executor } from '../../src/executor/executor.js';
+import { openPostgres } from '../../packages/idem/src/adapters/postgres/open-postgres.js';
+import type {
+  PgClient,
+  PgPool,
+  PgQueryConfig,
+} from '../../packages/idem/src/adapters/postgres/postgres-pool.js';
+import { identityLockKey } from '../../packages/idem/src/adapters/postgres/call-statements.js';
+import { PostgresStore } from '../../packages/idem/src/adapters/postgres/postgres-store.js';
+import { Executor } from '../../packages/idem/src/executor/executor.js';
 import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 
 // The statements a call sends on PostgreSQL: named prepared statements (which ones, turning them

@@ -1,16 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
-import { openPostgres } from '../../src/adapters/postgres/open-postgres.js';
-import { migratePostgres, POSTGRES_SCHEMA_VERSION } from '../../src/adapters/postgres/postgres-schema.js';
-import { PostgresStore } from '../../src/adapters/postgres/postgres-store.js';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import { migrateSqlite, SQLITE_SCHEMA_VERSION } from '../../src/adapters/sqlite/sqlite-schema.js';
-import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
-import { fingerprint } from '../../src/core/fingerprint.js';
-import { deploymentFields } from '../../src/server/deployment-handler.js';
-import { resolveOperation } from '../../src/operations/operation-resolver.js';
-import type { IdemStore } from '../../src/ports/idem-store.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { openPostgres } from '../../packages/idem/src/adapters/postgres/open-postgres.js';
+import {
+  migratePostgres,
+  POSTGRES_SCHEMA_VERSION,
+} from '../../packages/idem/src/adapters/postgres/postgres-schema.js';
+import { PostgresStore } from '../../packages/idem/src/adapters/postgres/postgres-store.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import {
+  migrateSqlite,
+  SQLITE_SCHEMA_VERSION,
+} from '../../packages/idem/src/adapters/sqlite/sqlite-schema.js';
+import { SqliteStore } from '../../packages/idem/src/adapters/sqlite/sqlite-store.js';
+import { fingerprint } from '../../packages/idem/src/core/fingerprint.js';
+import { deploymentFields } from '../../packages/idem-cli/src/server/deployment-handler.js';
+import { resolveOperation } from '../../packages/idem/src/operations/operation-resolver.js';
+import type { IdemStore } from '../../packages/idem/src/ports/idem-store.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 import { callStart, DEPLOYMENT_ARGS, durableExecutor } from '../helpers/store-fixtures.js';
 import { removeTempFiles, tempFile } from '../helpers/temp-files.js';

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
-import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
-import { SqliteTransactor } from '../../src/adapters/sqlite/sqlite-transactor.js';
-import { systemClock } from '../../src/core/clock.js';
-import { Executor } from '../../src/index.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import type { SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
+import { SqliteStore } from '../../packages/idem/src/adapters/sqlite/sqlite-store.js';
+import { SqliteTransactor } from '../../packages/idem/src/adapters/sqlite/sqlite-transactor.js';
+import { systemClock } from '../../packages/idem/src/core/clock.js';
+import { Executor } from '../../packages/idem/src/index.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { recordNoops } from '../helpers/noop-calls.js';
 import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
 import { watchPragmas } from '../helpers/watch-pragmas.js';

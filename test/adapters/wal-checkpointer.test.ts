@@ -1,14 +1,14 @@
 import { copyFileSync, rmSync, statSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqlite, SqliteStore } from '../../src/adapters/sqlite/index.js';
+import { openSqlite, SqliteStore } from '../../packages/idem/src/adapters/sqlite/index.js';
 import {
   BACKGROUND_CHECKPOINT_FRAMES,
   BACKSTOP_AUTOCHECKPOINT,
   SWEEP_CHECKPOINTER_AFTER,
-} from '../../src/adapters/sqlite/sqlite-store.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
-import { WalCheckpointer } from '../../src/adapters/sqlite/wal-checkpointer.js';
-import { Executor } from '../../src/index.js';
+} from '../../packages/idem/src/adapters/sqlite/sqlite-store.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
+import { WalCheckpointer } from '../../packages/idem/src/adapters/sqlite/wal-checkpointer.js';
+import { Executor } from '../../packages/idem/src/index.js';
 import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
 import { recordNoops } from '../helpers/noop-calls.js';
 import { watchPragmas } from '../helpers/watch-pragmas.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { readToolReply } from '../../src/client/tool-reply.js';
-import { findId } from '../../src/cli/check/find-id.js';
-import { parseJsonPath } from '../../src/cli/check/json-path.js';
+import { readToolReply } from '../../packages/idem/src/client/tool-reply.js';
+import { findId } from '../../packages/idem-cli/src/cli/check/find-id.js';
+import { parseJsonPath } from '../../packages/idem-cli/src/cli/check/json-path.js';
 
 const unique = '0123456789ab';
 const sent = { title: `idem check ${unique}`, workspace: 'default' };

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { checkReport } from '../../src/cli/check/check-report.js';
-import type { ToolReport } from '../../src/cli/check/check-tool.js';
-import { junitReport } from '../../src/cli/check/junit-report.js';
-import type { RowResult } from '../../src/cli/check/verdict.js';
+import { checkReport } from '../../packages/idem-cli/src/cli/check/check-report.js';
+import type { ToolReport } from '../../packages/idem-cli/src/cli/check/check-tool.js';
+import { junitReport } from '../../packages/idem-cli/src/cli/check/junit-report.js';
+import type { RowResult } from '../../packages/idem-cli/src/cli/check/verdict.js';
 
 const row = (result: RowResult['result'], summary: string): RowResult => ({
   row: 'lost_response',

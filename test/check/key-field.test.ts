@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findKeyField } from '../../src/cli/check/key-field.js';
+import { findKeyField } from '../../packages/idem-cli/src/cli/check/key-field.js';
 
 const schema = (properties: Record<string, unknown>, required: string[] = []) => ({
   type: 'object',

@@ -1,9 +1,9 @@
 import { join } from 'node:path';
-import { checkCommand } from '../../src/cli/check-command.js';
-import type { CheckReport } from '../../src/cli/check/check-report.js';
-import type { ToolReport } from '../../src/cli/check/check-tool.js';
-import type { RowId, RowResult } from '../../src/cli/check/verdict.js';
-import { CliError } from '../../src/cli/cli-error.js';
+import { checkCommand } from '../../packages/idem-cli/src/cli/check-command.js';
+import type { CheckReport } from '../../packages/idem-cli/src/cli/check/check-report.js';
+import type { ToolReport } from '../../packages/idem-cli/src/cli/check/check-tool.js';
+import type { RowId, RowResult } from '../../packages/idem-cli/src/cli/check/verdict.js';
+import { CliError } from '../../packages/idem-cli/src/cli/cli-error.js';
 import { REPO_ROOT } from '../helpers/mcp-fixtures.js';
 
 export const FIXTURES = join(REPO_ROOT, 'test', 'check', 'fixtures');

@@ -2,8 +2,8 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { schemaSample } from '../../src/cli/check/schema-sample.js';
-import { fill, hasUnique, newUnique } from '../../src/cli/check/unique-template.js';
+import { schemaSample } from '../../packages/idem-cli/src/cli/check/schema-sample.js';
+import { fill, hasUnique, newUnique } from '../../packages/idem-cli/src/cli/check/unique-template.js';
 
 // ajv-formats is CommonJS: under NodeNext its function arrives as the default export's `default`.
 const addFormats = (addFormatsModule as unknown as { default: (ajv: Ajv) => Ajv }).default;

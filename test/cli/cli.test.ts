@@ -3,9 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ReferenceApp } from '../../src/server/reference-app.js';
-import { TokenRegistry } from '../../src/server/token-registry.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { ReferenceApp } from '../../packages/idem-cli/src/server/reference-app.js';
+import { TokenRegistry } from '../../packages/idem-cli/src/server/token-registry.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import {
   CLI,
   REPO_ROOT,

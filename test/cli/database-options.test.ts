@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { databaseSpec } from '../../src/cli/database-options.js';
+import { databaseSpec } from '../../packages/idem-cli/src/cli/database-options.js';
 
 const defaults = {
   'pg-pool-max': '10',

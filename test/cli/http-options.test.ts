@@ -2,8 +2,8 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HTTP_OPTIONS, httpSettings, sizeOption } from '../../src/cli/http-options.js';
-import { DEFAULT_HTTP_LIMITS } from '../../src/server/http-limits.js';
+import { HTTP_OPTIONS, httpSettings, sizeOption } from '../../packages/idem-cli/src/cli/http-options.js';
+import { DEFAULT_HTTP_LIMITS } from '../../packages/idem-cli/src/server/http-limits.js';
 import { CLI, cleanEnv, cleanup, ensureBuilt, makeTempDir } from '../helpers/mcp-fixtures.js';
 
 beforeAll(() => ensureBuilt());

@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
-import type { OperationRecord } from '../../src/core/operation-record.js';
+import { systemClock } from '../../packages/idem/src/core/clock.js';
+import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
 import { runCli } from '../helpers/durable-fixtures.js';
 import { cleanup, ensureBuilt, makeTempDir } from '../helpers/mcp-fixtures.js';
 import {
@@ -14,10 +14,10 @@ import {
   type TestStore,
 } from '../helpers/store-fixtures.js';
 import { POSTGRES_URL, postgresAvailable, openPostgresTestStore } from '../helpers/postgres-fixtures.js';
-import type { JsonObject } from '../../src/core/json.js';
-import type { DurableOperation } from '../../src/executor/executor.js';
-import { startAttempt, transition } from '../../src/operations/ledger-transitions.js';
-import { succeededResult } from '../../src/core/success-result.js';
+import type { JsonObject } from '../../packages/idem/src/core/json.js';
+import type { DurableOperation } from '../../packages/idem/src/executor/executor.js';
+import { startAttempt, transition } from '../../packages/idem/src/operations/ledger-transitions.js';
+import { succeededResult } from '../../packages/idem/src/core/success-result.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 const ARGS = { service: 'api', version: '1.4.2' };

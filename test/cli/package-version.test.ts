@@ -2,8 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CliError } from '../../src/cli/cli-error.js';
-import { packageVersion } from '../../src/cli/package-version.js';
+import { CliError } from '../../packages/idem-cli/src/cli/cli-error.js';
+import { packageVersion } from '../../packages/idem-cli/src/cli/package-version.js';
 import { cleanup, makeTempDir } from '../helpers/mcp-fixtures.js';
 
 afterAll(cleanup);
@@ -14,10 +14,10 @@ function moduleUrl(root: string, ...parts: string[]): string {
   return pathToFileURL(join(root, ...parts)).href;
 }
 
-describe('packageVersion: the version in the nearest package.json named idem above the module', () => {
+describe('packageVersion: the version in the nearest package.json named idem-cli above the module', () => {
   it('from dist/cli, from src/cli, and from deeper, past package.json files of other packages', () => {
     const root = makeTempDir('idem-version-');
-    writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'idem', version: '7.8.9' }));
+    writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'idem-cli', version: '7.8.9' }));
     // A nested manifest without Idem's name (such as {"type": "module"}) is not Idem's.
     mkdirSync(join(root, 'dist'));
     writeFileSync(join(root, 'dist', 'package.json'), JSON.stringify({ type: 'module' }));
@@ -28,13 +28,13 @@ describe('packageVersion: the version in the nearest package.json named idem abo
 
   it('an unreadable package.json on the way is passed over', () => {
     const root = makeTempDir('idem-version-');
-    writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'idem', version: '1.2.3' }));
+    writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'idem-cli', version: '1.2.3' }));
     mkdirSync(join(root, 'dist'));
     writeFileSync(join(root, 'dist', 'package.json'), '{not json');
     expect(packageVersion(moduleUrl(root, 'dist', 'cli', 'main.js'))).toBe('1.2.3');
   });
 
-  it('throws CliError (exit 1) when no package.json named idem is above it', () => {
+  it('throws CliError (exit 1) when no package.json named idem-cli is above it', () => {
     const root = makeTempDir('idem-version-');
     writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'other', version: '1.0.0' }));
     let thrown: unknown;
@@ -45,6 +45,6 @@ describe('packageVersion: the version in the nearest package.json named idem abo
     }
     expect(thrown).toBeInstanceOf(CliError);
     expect((thrown as CliError).exitCode).toBe(1);
-    expect((thrown as CliError).message).toMatch(/^cannot find the package\.json of idem above /);
+    expect((thrown as CliError).message).toMatch(/^cannot find the package\.json of idem-cli above /);
   });
 });

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
 import {
   CLI,
   REPO_ROOT,

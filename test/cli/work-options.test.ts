@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { WORK_OPTIONS, workSettings } from '../../src/cli/work-options.js';
-import { DEFAULT_KEY_RETENTION_MS } from '../../src/provider/index.js';
+import { WORK_OPTIONS, workSettings } from '../../packages/idem-cli/src/cli/work-options.js';
+import { DEFAULT_KEY_RETENTION_MS } from '../../packages/idem-cli/src/provider/index.js';
 
 /** The flag values parseArgs gives when only `given` is on the command line. */
 function values(given: Record<string, string> = {}) {

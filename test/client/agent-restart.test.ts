@@ -2,8 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IntentJournal } from '../../src/client/intent-journal.js';
-import type { IntentOutcome } from '../../src/client/intent-outcome.js';
+import { IntentJournal } from '../../packages/idem/src/client/intent-journal.js';
+import type { IntentOutcome } from '../../packages/idem/src/client/intent-outcome.js';
 import { ensureClientBuilt, noteIdsInDb } from '../helpers/client-fixtures.js';
 import {
   REPO_ROOT,

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { connectTarget } from '../../src/client/connect-target.js';
-import { IdemClient } from '../../src/client/idem-client.js';
-import type { IntentJournal } from '../../src/client/intent-journal.js';
-import { TransportFaults } from '../../src/testing/transport-faults.js';
+import { connectTarget } from '../../packages/idem/src/client/connect-target.js';
+import { IdemClient } from '../../packages/idem/src/client/idem-client.js';
+import type { IntentJournal } from '../../packages/idem/src/client/intent-journal.js';
+import { TransportFaults } from '../../packages/idem/src/testing/transport-faults.js';
 import { noteIdsInDb, tempJournal } from '../helpers/client-fixtures.js';
 import {
   cleanup,

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connectTarget, type McpClient } from '../../src/client/connect-target.js';
-import { IdemClient } from '../../src/client/idem-client.js';
-import type { IntentOutcome } from '../../src/client/intent-outcome.js';
-import type { RetryPolicy } from '../../src/core/retry-policy.js';
-import { TransportFaults, type FaultRule } from '../../src/testing/transport-faults.js';
+import { connectTarget, type McpClient } from '../../packages/idem/src/client/connect-target.js';
+import { IdemClient } from '../../packages/idem/src/client/idem-client.js';
+import type { IntentOutcome } from '../../packages/idem/src/client/intent-outcome.js';
+import type { RetryPolicy } from '../../packages/idem/src/core/retry-policy.js';
+import { TransportFaults, type FaultRule } from '../../packages/idem/src/testing/transport-faults.js';
 import { noteIdsInDb, tempJournal } from '../helpers/client-fixtures.js';
 import {
   CLI,

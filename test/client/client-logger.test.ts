@@ -2,9 +2,9 @@ import { Console } from 'node:console';
 import { PassThrough } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ClientLoggerOption } from '../../src/client/client-logger.js';
-import type { LogFields } from '../../src/core/logger.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import type { ClientLoggerOption } from '../../packages/idem/src/client/client-logger.js';
+import type { LogFields } from '../../packages/idem/src/core/logger.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { ScriptedServer, drive, result, scriptedClient } from '../helpers/client-fixtures.js';
 import { cleanup } from '../helpers/mcp-fixtures.js';
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectTarget } from '../../src/client/connect-target.js';
-import { IdemClient } from '../../src/client/idem-client.js';
-import { fingerprint } from '../../src/core/fingerprint.js';
+import { connectTarget } from '../../packages/idem/src/client/connect-target.js';
+import { IdemClient } from '../../packages/idem/src/client/idem-client.js';
+import { fingerprint } from '../../packages/idem/src/core/fingerprint.js';
 import { tempJournal } from '../helpers/client-fixtures.js';
 import {
   callTool,

@@ -1,11 +1,11 @@
 import { SdkErrorCode, SdkHttpError, UnauthorizedError } from '@modelcontextprotocol/client';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { classifyFailure } from '../../src/client/classify-failure.js';
-import { connectTarget } from '../../src/client/connect-target.js';
-import { credentialsRefusal } from '../../src/client/credentials-refusal.js';
-import { IdemClient } from '../../src/client/idem-client.js';
-import { TOOL_ERROR_CODES } from '../../src/client/tool-error-codes.js';
+import { classifyFailure } from '../../packages/idem/src/client/classify-failure.js';
+import { connectTarget } from '../../packages/idem/src/client/connect-target.js';
+import { credentialsRefusal } from '../../packages/idem/src/client/credentials-refusal.js';
+import { IdemClient } from '../../packages/idem/src/client/idem-client.js';
+import { TOOL_ERROR_CODES } from '../../packages/idem/src/client/tool-error-codes.js';
 import { tempJournal } from '../helpers/client-fixtures.js';
 import { cleanup } from '../helpers/mcp-fixtures.js';
 import { REFUSALS, startRefusingServer, type RefusingServer } from '../helpers/refusing-server.js';

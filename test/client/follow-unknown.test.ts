@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { IdemClient } from '../../src/client/idem-client.js';
-import { systemClock } from '../../src/core/clock.js';
-import { DEFAULT_RETRY_POLICY } from '../../src/core/retry-policy.js';
+import { IdemClient } from '../../packages/idem/src/client/idem-client.js';
+import { systemClock } from '../../packages/idem/src/core/clock.js';
+import { DEFAULT_RETRY_POLICY } from '../../packages/idem/src/core/retry-policy.js';
 import { ScriptedServer, idemError, result, tempJournal } from '../helpers/client-fixtures.js';
 import { cleanup } from '../helpers/mcp-fixtures.js';
 

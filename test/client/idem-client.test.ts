@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { IdemClient } from '../../src/client/idem-client.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
-import { TransportFaults } from '../../src/testing/transport-faults.js';
+import { IdemClient } from '../../packages/idem/src/client/idem-client.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
+import { TransportFaults } from '../../packages/idem/src/testing/transport-faults.js';
 import {
   ScriptedServer,
   drive,

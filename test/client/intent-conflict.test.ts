@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { IdemClient } from '../../src/client/idem-client.js';
-import { IntentJournal } from '../../src/client/intent-journal.js';
-import { TOOL_ERROR_CODES } from '../../src/client/tool-error-codes.js';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { IdemClient } from '../../packages/idem/src/client/idem-client.js';
+import { IntentJournal } from '../../packages/idem/src/client/intent-journal.js';
+import { TOOL_ERROR_CODES } from '../../packages/idem/src/client/tool-error-codes.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { ScriptedServer, drive, result, scriptedClient, tempJournal } from '../helpers/client-fixtures.js';
 import { cleanup } from '../helpers/mcp-fixtures.js';
 

@@ -7,16 +7,16 @@ import {
   UnauthorizedError,
 } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { classifyFailure } from '../../src/client/classify-failure.js';
-import { replyVerdict } from '../../src/client/reply-verdict.js';
+import { classifyFailure } from '../../packages/idem/src/client/classify-failure.js';
+import { replyVerdict } from '../../packages/idem/src/client/reply-verdict.js';
 import {
   CLIENT_FAILURE_CODES,
   isToolErrorCode,
   TOOL_ERROR_CODES,
   type ToolErrorCode,
-} from '../../src/client/tool-error-codes.js';
-import { errorLabel, replyError, type ToolError } from '../../src/client/tool-reply.js';
-import { ERROR_CODES } from '../../src/core/errors.js';
+} from '../../packages/idem/src/client/tool-error-codes.js';
+import { errorLabel, replyError, type ToolError } from '../../packages/idem/src/client/tool-reply.js';
+import { ERROR_CODES } from '../../packages/idem/src/core/errors.js';
 
 const http = (status: number) =>
   new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `HTTP ${status}`, { status });

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { IntentJournal } from '../../src/client/intent-journal.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
-import { TransportFaults } from '../../src/testing/transport-faults.js';
+import { IntentJournal } from '../../packages/idem/src/client/intent-journal.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
+import { TransportFaults } from '../../packages/idem/src/testing/transport-faults.js';
 import { ScriptedServer, result, tempJournal } from '../helpers/client-fixtures.js';
 import { cleanup } from '../helpers/mcp-fixtures.js';
 

@@ -1,16 +1,16 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
-import type { OperationRecord } from '../../src/core/operation-record.js';
-import { Executor } from '../../src/executor/executor.js';
-import { CommandHandler } from '../../src/commands/command-handler.js';
-import { parseCommands } from '../../src/commands/command-spec.js';
-import { commandTools } from '../../src/commands/command-tools.js';
-import type { IdemTool } from '../../src/mcp/idem-tool.js';
-import { Worker } from '../../src/operations/worker.js';
-import type { IdemStore } from '../../src/ports/idem-store.js';
-import { memoryStore } from '../../src/testing/memory-store.js';
+import { systemClock } from '../../packages/idem/src/core/clock.js';
+import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
+import { Executor } from '../../packages/idem/src/executor/executor.js';
+import { CommandHandler } from '../../packages/idem/src/commands/command-handler.js';
+import { parseCommands } from '../../packages/idem/src/commands/command-spec.js';
+import { commandTools } from '../../packages/idem/src/commands/command-tools.js';
+import type { IdemTool } from '../../packages/idem/src/mcp/idem-tool.js';
+import { Worker } from '../../packages/idem/src/operations/worker.js';
+import type { IdemStore } from '../../packages/idem/src/ports/idem-store.js';
+import { memoryStore } from '../../packages/idem/src/testing/memory-store.js';
 import { memoryLogger, openEngineStore, tempDir, type Engine } from '../operations/operations-fixtures.js';
 
 export const WORKSPACE = 'team-a';

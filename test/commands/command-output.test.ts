@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { OutputWriter, readOutput } from '../../src/commands/command-output.js';
+import { OutputWriter, readOutput } from '../../packages/idem/src/commands/command-output.js';
 import { cleanup, makeTempDir } from '../helpers/mcp-fixtures.js';
 
 afterAll(cleanup);

@@ -6,7 +6,7 @@ import {
   DEFAULT_COMMAND_TIMEOUT_MS,
   loadCommandsFile,
   parseCommands,
-} from '../../src/commands/command-spec.js';
+} from '../../packages/idem/src/commands/command-spec.js';
 import { cleanup, makeTempDir } from '../helpers/mcp-fixtures.js';
 
 afterAll(cleanup);

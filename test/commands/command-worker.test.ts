@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
-import { newAttemptId } from '../../src/core/ids.js';
-import type { IdemStore } from '../../src/ports/idem-store.js';
-import { requestCancel, startAttempt } from '../../src/operations/ledger-transitions.js';
+import { systemClock } from '../../packages/idem/src/core/clock.js';
+import { newAttemptId } from '../../packages/idem/src/core/ids.js';
+import type { IdemStore } from '../../packages/idem/src/ports/idem-store.js';
+import { requestCancel, startAttempt } from '../../packages/idem/src/operations/ledger-transitions.js';
 import { postgresAvailable } from '../helpers/postgres-fixtures.js';
 import type { Engine } from '../operations/operations-fixtures.js';
 import { alive, commandHarness, until } from './command-fixtures.js';

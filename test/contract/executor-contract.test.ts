@@ -1,12 +1,12 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { decide } from '../../src/core/decide.js';
-import { fingerprint } from '../../src/core/fingerprint.js';
-import type { OperationIdentity } from '../../src/core/operation-identity.js';
-import { DEFAULT_RETENTION_MS, type CallOutcome } from '../../src/executor/executor.js';
-import type { CommitOutcome } from '../../src/executor/commit-once.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { decide } from '../../packages/idem/src/core/decide.js';
+import { fingerprint } from '../../packages/idem/src/core/fingerprint.js';
+import type { OperationIdentity } from '../../packages/idem/src/core/operation-identity.js';
+import { DEFAULT_RETENTION_MS, type CallOutcome } from '../../packages/idem/src/executor/executor.js';
+import type { CommitOutcome } from '../../packages/idem/src/executor/commit-once.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { storeFactories, type TestStore, type TestStoreOptions } from '../helpers/store-fixtures.js';
-import { commitOnce } from '../../src/executor/commit-once.js';
+import { commitOnce } from '../../packages/idem/src/executor/commit-once.js';
 
 const HOUR = 60 * 60 * 1000;
 const DAY = 24 * HOUR;

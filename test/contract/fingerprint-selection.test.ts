@@ -1,7 +1,11 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { FingerprintSelection } from '../../src/core/fingerprint-selection.js';
-import type { CallOutcome, DurableOperation, IdempotentOperation } from '../../src/executor/executor.js';
-import { Executor } from '../../src/executor/executor.js';
+import type { FingerprintSelection } from '../../packages/idem/src/core/fingerprint-selection.js';
+import type {
+  CallOutcome,
+  DurableOperation,
+  IdempotentOperation,
+} from '../../packages/idem/src/executor/executor.js';
+import { Executor } from '../../packages/idem/src/executor/executor.js';
 import { storeFactories, type NoteArgs, type TestStore } from '../helpers/store-fixtures.js';
 
 /** create_note's arguments plus a free-text field the tests leave out of the fingerprint. */

@@ -1,9 +1,9 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { OperationRecord } from '../../src/core/operation-record.js';
-import type { OperationState } from '../../src/core/operation-state.js';
-import { DEFAULT_RETRY_POLICY } from '../../src/core/retry-policy.js';
-import type { CallOutcome, Executor } from '../../src/executor/executor.js';
-import type { IdemStore } from '../../src/ports/idem-store.js';
+import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
+import type { OperationState } from '../../packages/idem/src/core/operation-state.js';
+import { DEFAULT_RETRY_POLICY } from '../../packages/idem/src/core/retry-policy.js';
+import type { CallOutcome, Executor } from '../../packages/idem/src/executor/executor.js';
+import type { IdemStore } from '../../packages/idem/src/ports/idem-store.js';
 import {
   DAY,
   defined,
@@ -12,8 +12,8 @@ import {
   turn,
   YEAR,
   type ContractStore,
-} from '../../src/testing/contract/harness.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+} from '../../packages/idem/src/testing/contract/harness.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import {
   callStart,
   DEPLOYMENT_ARGS,
@@ -23,7 +23,11 @@ import {
   storeFactories,
   type TestStore,
 } from '../helpers/store-fixtures.js';
-import { requestCancel, resolve, startAttempt } from '../../src/operations/ledger-transitions.js';
+import {
+  requestCancel,
+  resolve,
+  startAttempt,
+} from '../../packages/idem/src/operations/ledger-transitions.js';
 
 /*
  * The executor's side of the durable ledger (Executor.start, and what a retry answers once a

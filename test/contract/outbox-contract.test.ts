@@ -1,10 +1,10 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { JsonObject } from '../../src/core/json.js';
-import type { OutboxMessage } from '../../src/core/operation-record.js';
-import type { CallOutcome, IdempotentOperation } from '../../src/executor/executor.js';
-import type { EffectContext } from '../../src/executor/effect.js';
-import type { OutboxIntent } from '../../src/ports/receipt-store.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import type { JsonObject } from '../../packages/idem/src/core/json.js';
+import type { OutboxMessage } from '../../packages/idem/src/core/operation-record.js';
+import type { CallOutcome, IdempotentOperation } from '../../packages/idem/src/executor/executor.js';
+import type { EffectContext } from '../../packages/idem/src/executor/effect.js';
+import type { OutboxIntent } from '../../packages/idem/src/ports/receipt-store.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { storeFactories, type NoteArgs, type TestStore } from '../helpers/store-fixtures.js';
 
 const LEASE_MS = 10_000;

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { OperationRecord } from '../../src/core/operation-record.js';
-import type { IdemStore } from '../../src/ports/idem-store.js';
+import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
+import type { IdemStore } from '../../packages/idem/src/ports/idem-store.js';
 import {
   memoryStore,
   storeContract,
   type MemoryTx,
   type StoreContractFactory,
-} from '../../src/testing/index.js';
+} from '../../packages/idem/src/testing/index.js';
 
 /** A memory store with one port method replaced by a broken one. */
 function broken(

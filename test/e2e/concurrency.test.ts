@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ReferenceApp } from '../../src/server/reference-app.js';
-import { TokenRegistry } from '../../src/server/token-registry.js';
+import { ReferenceApp } from '../../packages/idem-cli/src/server/reference-app.js';
+import { TokenRegistry } from '../../packages/idem-cli/src/server/token-registry.js';
 import {
   callTool,
   cleanup,

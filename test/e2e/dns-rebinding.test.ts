@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { hostOriginPolicy } from '../../src/server/host-origin-policy.js';
+import { hostOriginPolicy } from '../../packages/idem-cli/src/server/host-origin-policy.js';
 import {
   callTool,
   cleanup,

@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Worker } from '../../src/operations/worker.js';
-import type { DurableHandler } from '../../src/operations/durable-handler.js';
-import { ReferenceApp } from '../../src/server/reference-app.js';
-import { TokenRegistry } from '../../src/server/token-registry.js';
+import { Worker } from '../../packages/idem/src/operations/worker.js';
+import type { DurableHandler } from '../../packages/idem/src/operations/durable-handler.js';
+import { ReferenceApp } from '../../packages/idem-cli/src/server/reference-app.js';
+import { TokenRegistry } from '../../packages/idem-cli/src/server/token-registry.js';
 import { cleanup, closeQuietly, connectInMemory, makeTempDir } from '../helpers/mcp-fixtures.js';
 
 // Every state a durable operation can be replayed in must fit the tool's declared output schema:

@@ -3,14 +3,14 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { FastMCP } from 'fastmcp';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
-import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
-import { connectTarget } from '../../src/client/connect-target.js';
-import { IdemClient } from '../../src/client/idem-client.js';
-import { Executor } from '../../src/executor/executor.js';
-import { idempotentTool } from '../../src/mcp/idempotent-tool.js';
-import { TransportFaults } from '../../src/testing/transport-faults.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import type { SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
+import { SqliteStore } from '../../packages/idem/src/adapters/sqlite/sqlite-store.js';
+import { connectTarget } from '../../packages/idem/src/client/connect-target.js';
+import { IdemClient } from '../../packages/idem/src/client/idem-client.js';
+import { Executor } from '../../packages/idem/src/executor/executor.js';
+import { idempotentTool } from '../../packages/idem/src/mcp/idempotent-tool.js';
+import { TransportFaults } from '../../packages/idem/src/testing/transport-faults.js';
 import { tempJournal } from '../helpers/client-fixtures.js';
 import { cleanup, freePort, makeTempDir, type Structured } from '../helpers/mcp-fixtures.js';
 

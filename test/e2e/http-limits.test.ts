@@ -3,8 +3,8 @@ import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connectTarget } from '../../src/client/connect-target.js';
-import { IdemClient } from '../../src/client/idem-client.js';
+import { connectTarget } from '../../packages/idem/src/client/connect-target.js';
+import { IdemClient } from '../../packages/idem/src/client/idem-client.js';
 import { noteIdsInDb, tempJournal } from '../helpers/client-fixtures.js';
 import {
   cleanup,

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
 import {
   callTool,
   cleanup,

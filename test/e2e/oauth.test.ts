@@ -3,8 +3,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OAuthError, verifyBearerToken } from '@modelcontextprotocol/server';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { jwtVerifier } from '../../src/mcp/oauth/jwt-verifier.js';
-import { identityFromAuthInfo } from '../../src/mcp/idem-identity.js';
+import { jwtVerifier } from '../../packages/idem/src/mcp/oauth/jwt-verifier.js';
+import { identityFromAuthInfo } from '../../packages/idem/src/mcp/idem-identity.js';
 import {
   callTool,
   cleanup,

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { prototypeKeyHolder } from '../../src/mcp/prototype-key-refusal.js';
+import { prototypeKeyHolder } from '../../packages/idem/src/mcp/prototype-key-refusal.js';
 import { noteIdsInDb } from '../helpers/client-fixtures.js';
 import {
   CLI,

@@ -5,7 +5,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
 import {
   REPO_ROOT,
   callTool,

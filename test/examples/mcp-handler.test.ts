@@ -167,7 +167,7 @@ describe.runIf(postgresAvailable)('guide example mcp-handler (Node, PostgreSQL, 
       execFile(
         process.execPath,
         [
-          join(REPO_ROOT, 'dist', 'cli', 'main.js'),
+          join(REPO_ROOT, 'packages', 'idem-cli', 'dist', 'cli', 'main.js'),
           'check',
           '--url',
           url,

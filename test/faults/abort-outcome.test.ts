@@ -1,6 +1,6 @@
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
-import type { CallOutcome } from '../../src/executor/executor.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import type { CallOutcome } from '../../packages/idem/src/executor/executor.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import {
   callStart,
   DEPLOYMENT_ARGS,

@@ -1,6 +1,6 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import type { CallOutcome } from '../../src/executor/executor.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import type { CallOutcome } from '../../packages/idem/src/executor/executor.js';
 import { openTestStore, type SqliteTestStore } from '../helpers/store-fixtures.js';
 
 function open(): SqliteTestStore {

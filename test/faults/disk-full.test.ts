@@ -1,11 +1,11 @@
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { IdemClient } from '../../src/client/idem-client.js';
-import { IntentJournal } from '../../src/client/intent-journal.js';
-import type { LogFields, Logger } from '../../src/core/logger.js';
-import { Executor } from '../../src/executor/executor.js';
-import { ReferenceApp } from '../../src/server/reference-app.js';
-import { TokenRegistry } from '../../src/server/token-registry.js';
+import { IdemClient } from '../../packages/idem/src/client/idem-client.js';
+import { IntentJournal } from '../../packages/idem/src/client/intent-journal.js';
+import type { LogFields, Logger } from '../../packages/idem/src/core/logger.js';
+import { Executor } from '../../packages/idem/src/executor/executor.js';
+import { ReferenceApp } from '../../packages/idem-cli/src/server/reference-app.js';
+import { TokenRegistry } from '../../packages/idem-cli/src/server/token-registry.js';
 import { cleanup, connectInMemory, makeTempDir } from '../helpers/mcp-fixtures.js';
 import { openTestStore, type SqliteTestStore } from '../helpers/store-fixtures.js';
 import { mountTmpfs, reportNoTmpfs } from '../helpers/tmpfs.js';

@@ -1,12 +1,22 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import type { SqliteDatabase, SqliteStatement } from '../../src/adapters/sqlite/sqlite-database.js';
-import { SqliteStore, type SqliteStoreOptions } from '../../src/adapters/sqlite/sqlite-store.js';
-import type { FaultPoint } from '../../src/core/fault-points.js';
-import { Executor, type CallOutcome, type IdempotentOperation } from '../../src/executor/executor.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import type {
+  SqliteDatabase,
+  SqliteStatement,
+} from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
+import {
+  SqliteStore,
+  type SqliteStoreOptions,
+} from '../../packages/idem/src/adapters/sqlite/sqlite-store.js';
+import type { FaultPoint } from '../../packages/idem/src/core/fault-points.js';
+import {
+  Executor,
+  type CallOutcome,
+  type IdempotentOperation,
+} from '../../packages/idem/src/executor/executor.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import {
   makeTempDir,
   NOTES_TABLE_SQL,

@@ -1,9 +1,9 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
-import { systemClock, type Clock } from '../../src/core/clock.js';
-import type { CallOutcome } from '../../src/executor/executor.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import type { SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
+import { systemClock, type Clock } from '../../packages/idem/src/core/clock.js';
+import type { CallOutcome } from '../../packages/idem/src/executor/executor.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { openTestStore, type SqliteTestStore, type TestStoreOptions } from '../helpers/store-fixtures.js';
 
 interface Harness {

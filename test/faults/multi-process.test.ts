@@ -5,9 +5,10 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { openTestStore } from '../helpers/store-fixtures.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../packages/idem/', import.meta.url));
 const CHILD = fileURLToPath(new URL('../helpers/child-caller.mjs', import.meta.url));
-// What the child process loads; each must be compiled from the current src/.
+// What the child process loads (through `idem`: node_modules/idem is packages/idem); each must be
+// compiled from the current packages/idem/src/.
 const BUILT = ['adapters/sqlite/index.js', 'adapters/sqlite/sqlite-store.js', 'executor/executor.js'].map(
   (file) => path.join(ROOT, 'dist', file),
 );

@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { openPostgres } from '../../src/adapters/postgres/open-postgres.js';
-import type { PgClient, PgPool } from '../../src/adapters/postgres/postgres-pool.js';
-import { PostgresStore } from '../../src/adapters/postgres/postgres-store.js';
-import { isIdemError } from '../../src/core/errors.js';
-import { Executor } from '../../src/executor/executor.js';
+import { openPostgres } from '../../packages/idem/src/adapters/postgres/open-postgres.js';
+import type { PgClient, PgPool } from '../../packages/idem/src/adapters/postgres/postgres-pool.js';
+import { PostgresStore } from '../../packages/idem/src/adapters/postgres/postgres-store.js';
+import { isIdemError } from '../../packages/idem/src/core/errors.js';
+import { Executor } from '../../packages/idem/src/executor/executor.js';
 import { ormStoreFactories } from '../helpers/orm-fixtures.js';
 import { POSTGRES_URL, openPostgresTestStore, postgresAvailable } from '../helpers/postgres-fixtures.js';
 import type { StoreFactory, TestStore } from '../helpers/store-fixtures.js';

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openPostgres } from '../../src/adapters/postgres/open-postgres.js';
-import type { PgClient, PgPool } from '../../src/adapters/postgres/postgres-pool.js';
-import { PostgresStore } from '../../src/adapters/postgres/postgres-store.js';
-import type { LogFields, Logger } from '../../src/core/logger.js';
-import { Executor } from '../../src/executor/executor.js';
-import { PostgresReferenceApp } from '../../src/server/postgres-reference-app.js';
-import type { ReferenceApp } from '../../src/server/reference-app.js';
-import { TokenRegistry } from '../../src/server/token-registry.js';
+import { openPostgres } from '../../packages/idem/src/adapters/postgres/open-postgres.js';
+import type { PgClient, PgPool } from '../../packages/idem/src/adapters/postgres/postgres-pool.js';
+import { PostgresStore } from '../../packages/idem/src/adapters/postgres/postgres-store.js';
+import type { LogFields, Logger } from '../../packages/idem/src/core/logger.js';
+import { Executor } from '../../packages/idem/src/executor/executor.js';
+import { PostgresReferenceApp } from '../../packages/idem-cli/src/server/postgres-reference-app.js';
+import type { ReferenceApp } from '../../packages/idem-cli/src/server/reference-app.js';
+import { TokenRegistry } from '../../packages/idem-cli/src/server/token-registry.js';
 import { callTool, closeQuietly, connectInMemory } from '../helpers/mcp-fixtures.js';
 import {
   POSTGRES_URL,

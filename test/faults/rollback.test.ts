@@ -1,8 +1,8 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
-import type { FaultPoint } from '../../src/core/fault-points.js';
-import type { CallOutcome } from '../../src/executor/executor.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import type { SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
+import type { FaultPoint } from '../../packages/idem/src/core/fault-points.js';
+import type { CallOutcome } from '../../packages/idem/src/executor/executor.js';
 import { openTestStore, type SqliteTestStore, type TestStoreOptions } from '../helpers/store-fixtures.js';
 
 function open(options?: TestStoreOptions): SqliteTestStore {

@@ -1,11 +1,11 @@
 import { closeSync, openSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
-import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
-import type { LogFields, Logger } from '../../src/core/logger.js';
-import { Executor } from '../../src/executor/executor.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import type { SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
+import { SqliteStore } from '../../packages/idem/src/adapters/sqlite/sqlite-store.js';
+import type { LogFields, Logger } from '../../packages/idem/src/core/logger.js';
+import { Executor } from '../../packages/idem/src/executor/executor.js';
 import {
   createNote,
   makeTempDir,

@@ -2,10 +2,10 @@ import { Console } from 'node:console';
 import { PassThrough } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
-import type { PgClient } from '../../src/adapters/postgres/postgres-pool.js';
-import { Executor, type IdempotentOperation } from '../../src/executor/executor.js';
-import type { LoggerOption } from '../../src/log/to-logger.js';
+import type { SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
+import type { PgClient } from '../../packages/idem/src/adapters/postgres/postgres-pool.js';
+import { Executor, type IdempotentOperation } from '../../packages/idem/src/executor/executor.js';
+import type { LoggerOption } from '../../packages/idem/src/log/to-logger.js';
 import { storeFactories, type NoteArgs, type TestStore } from '../helpers/store-fixtures.js';
 
 const SECRET = 'the body is private 7f3a';

@@ -6,8 +6,8 @@
 // with the outcome on stdout and exits.
 import { randomUUID } from 'node:crypto';
 import process from 'node:process';
-import { openSqlite, SqliteStore } from '../../dist/adapters/sqlite/index.js';
-import { Executor } from '../../dist/executor/executor.js';
+import { openSqlite, SqliteStore } from 'idem/sqlite';
+import { Executor } from 'idem';
 
 const [dbPath, key, body] = process.argv.slice(2);
 if (dbPath === undefined || key === undefined || body === undefined || process.send === undefined) {

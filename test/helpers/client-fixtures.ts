@@ -9,11 +9,11 @@ import {
   ListToolsRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { IdemClient, type IdemClientOptions } from '../../src/client/idem-client.js';
-import { IntentJournal } from '../../src/client/intent-journal.js';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import type { Clock } from '../../src/core/clock.js';
-import type { FakeClock } from '../../src/testing/fake-clock.js';
+import { IdemClient, type IdemClientOptions } from '../../packages/idem/src/client/idem-client.js';
+import { IntentJournal } from '../../packages/idem/src/client/intent-journal.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import type { Clock } from '../../packages/idem/src/core/clock.js';
+import type { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { REPO_ROOT, ensureBuilt, makeTempDir } from './mcp-fixtures.js';
 
 /** One tools/call as the scripted server saw it. */
@@ -153,12 +153,12 @@ export async function drive<T>(
   }
 }
 
-/** Builds dist/ if the client, testing or CLI output a child process needs is missing. */
+/** Builds the packages if the client, testing or CLI output a child process needs is missing. */
 export function ensureClientBuilt(): void {
   ensureBuilt();
   const needed = ['dist/client/index.js', 'dist/testing/transport-faults.js'];
-  if (needed.every((file) => existsSync(join(REPO_ROOT, file)))) return;
-  execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: REPO_ROOT, stdio: 'inherit' });
+  if (needed.every((file) => existsSync(join(REPO_ROOT, 'packages', 'idem', file)))) return;
+  execFileSync('npm', ['run', 'build'], { cwd: REPO_ROOT, stdio: 'inherit' });
 }
 
 /** The ids of the notes with this body, read from the reference server's SQLite file directly. */

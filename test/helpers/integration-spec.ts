@@ -1,9 +1,9 @@
-import { silentLogger } from '../../src/core/logger.js';
+import { silentLogger } from '../../packages/idem/src/core/logger.js';
 import { randomUUID } from 'node:crypto';
 import { expect, it } from 'vitest';
-import type { EffectContext, EffectResult } from '../../src/executor/effect.js';
-import { Executor, type IdempotentOperation } from '../../src/executor/executor.js';
-import type { IdemStore } from '../../src/ports/idem-store.js';
+import type { EffectContext, EffectResult } from '../../packages/idem/src/executor/effect.js';
+import { Executor, type IdempotentOperation } from '../../packages/idem/src/executor/executor.js';
+import type { IdemStore } from '../../packages/idem/src/ports/idem-store.js';
 
 /**
  * What an integration under test supplies: a store on the application's own database layer, how

@@ -14,17 +14,17 @@ import {
   type TransportSendOptions,
 } from '@modelcontextprotocol/client';
 import { InMemoryTransport } from '@modelcontextprotocol/server';
-import { attachAuthInfo } from '../../src/mcp/attach-auth-info.js';
-import { grantAuthInfo } from '../../src/server/grant-auth-info.js';
-import type { ReferenceApp } from '../../src/server/reference-app.js';
+import { attachAuthInfo } from '../../packages/idem/src/mcp/attach-auth-info.js';
+import { grantAuthInfo } from '../../packages/idem-cli/src/server/grant-auth-info.js';
+import type { ReferenceApp } from '../../packages/idem-cli/src/server/reference-app.js';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
-export const CLI = join(REPO_ROOT, 'dist', 'cli', 'main.js');
+export const CLI = join(REPO_ROOT, 'packages', 'idem-cli', 'dist', 'cli', 'main.js');
 
 /** Builds dist/ once if it is missing (child processes run the built CLI). */
 export function ensureBuilt(): void {
   if (existsSync(CLI)) return;
-  execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: REPO_ROOT, stdio: 'inherit' });
+  execFileSync('npm', ['run', 'build'], { cwd: REPO_ROOT, stdio: 'inherit' });
 }
 
 // ---------------------------------------------------------------------------------------------

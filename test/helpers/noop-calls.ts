@@ -1,4 +1,4 @@
-import type { Executor, IdempotentOperation } from '../../src/executor/executor.js';
+import type { Executor, IdempotentOperation } from '../../packages/idem/src/executor/executor.js';
 
 /** An operation that writes nothing of its own: each call leaves just its receipt. Expires after 1 s. */
 export function noopOperation<App>(): IdempotentOperation<App, Record<string, never>> {

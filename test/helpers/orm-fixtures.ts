@@ -1,4 +1,4 @@
-import { silentLogger } from '../../src/core/logger.js';
+import { silentLogger } from '../../packages/idem/src/core/logger.js';
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -12,21 +12,21 @@ import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely
 import type pg from 'pg';
 import type Database from 'better-sqlite3';
 import { PrismaClient } from '../../examples/prisma/generated/client.js';
-import { openPostgres } from '../../src/adapters/postgres/open-postgres.js';
-import type { PgPool } from '../../src/adapters/postgres/postgres-pool.js';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
-import { FaultPoints as Faults } from '../../src/core/fault-points.js';
-import { Executor, type IdempotentOperation } from '../../src/executor/executor.js';
-import type { EffectContext, EffectResult } from '../../src/executor/effect.js';
+import { openPostgres } from '../../packages/idem/src/adapters/postgres/open-postgres.js';
+import type { PgPool } from '../../packages/idem/src/adapters/postgres/postgres-pool.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import type { SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
+import { FaultPoints as Faults } from '../../packages/idem/src/core/fault-points.js';
+import { Executor, type IdempotentOperation } from '../../packages/idem/src/executor/executor.js';
+import type { EffectContext, EffectResult } from '../../packages/idem/src/executor/effect.js';
 import {
   drizzleStore,
   type DrizzlePgTransaction,
   type DrizzleSqliteTransaction,
-} from '../../src/integrations/drizzle/index.js';
-import { kyselyStore } from '../../src/integrations/kysely/index.js';
-import { prismaStore, type PrismaTransaction } from '../../src/integrations/prisma/index.js';
-import type { IdemStore } from '../../src/ports/idem-store.js';
+} from '../../packages/idem/src/integrations/drizzle/index.js';
+import { kyselyStore } from '../../packages/idem/src/integrations/kysely/index.js';
+import { prismaStore, type PrismaTransaction } from '../../packages/idem/src/integrations/prisma/index.js';
+import type { IdemStore } from '../../packages/idem/src/ports/idem-store.js';
 import type { IntegrationHarness } from './integration-spec.js';
 import { POSTGRES_URL, postgresAvailable } from './postgres-fixtures.js';
 import type {

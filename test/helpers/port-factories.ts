@@ -1,13 +1,13 @@
-import type { PgClient } from '../../src/adapters/postgres/postgres-pool.js';
-import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
-import type { IdemStore } from '../../src/ports/idem-store.js';
+import type { PgClient } from '../../packages/idem/src/adapters/postgres/postgres-pool.js';
+import type { SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
+import type { IdemStore } from '../../packages/idem/src/ports/idem-store.js';
 import {
   memoryStore,
   storeContract,
   type ContractCase,
   type MemoryTx,
   type StoreContractFactory,
-} from '../../src/testing/index.js';
+} from '../../packages/idem/src/testing/index.js';
 import { ormStoreFactories, ormWriteRow } from './orm-fixtures.js';
 import { openPostgresTestStore, postgresAvailable } from './postgres-fixtures.js';
 import { openTestStore, type TestStore, type TestStoreOptions } from './store-fixtures.js';

@@ -1,12 +1,12 @@
-import { silentLogger } from '../../src/core/logger.js';
+import { silentLogger } from '../../packages/idem/src/core/logger.js';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { openPostgres } from '../../src/adapters/postgres/open-postgres.js';
-import type { PgClient, PgPool } from '../../src/adapters/postgres/postgres-pool.js';
-import { PostgresStore } from '../../src/adapters/postgres/postgres-store.js';
-import { Executor, type IdempotentOperation } from '../../src/executor/executor.js';
-import type { EffectContext, EffectResult } from '../../src/executor/effect.js';
-import { FaultPoints } from '../../src/core/fault-points.js';
+import { openPostgres } from '../../packages/idem/src/adapters/postgres/open-postgres.js';
+import type { PgClient, PgPool } from '../../packages/idem/src/adapters/postgres/postgres-pool.js';
+import { PostgresStore } from '../../packages/idem/src/adapters/postgres/postgres-store.js';
+import { Executor, type IdempotentOperation } from '../../packages/idem/src/executor/executor.js';
+import type { EffectContext, EffectResult } from '../../packages/idem/src/executor/effect.js';
+import { FaultPoints } from '../../packages/idem/src/core/fault-points.js';
 import type {
   NoteArgs,
   NoteOperationOptions,

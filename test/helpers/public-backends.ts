@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { IdemStore } from '../../src/index.js';
-import { SqliteStore, openSqlite } from '../../src/adapters/sqlite/index.js';
-import { PostgresStore, openPostgres } from '../../src/adapters/postgres/index.js';
+import type { IdemStore } from '../../packages/idem/src/index.js';
+import { SqliteStore, openSqlite } from '../../packages/idem/src/adapters/sqlite/index.js';
+import { PostgresStore, openPostgres } from '../../packages/idem/src/adapters/postgres/index.js';
 import { POSTGRES_URL, postgresAvailable } from './postgres-fixtures.js';
 
 /**

@@ -3,10 +3,10 @@ import { InMemoryTransport as InMemoryV2, McpServer as McpServerV2 } from '@mode
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport as InMemoryV1 } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { attachAuthInfo, principalAuthInfo } from '../../src/mcp/attach-auth-info.js';
-import type { IdemTool } from '../../src/mcp/idem-tool.js';
-import { registerIdemTool as registerV2 } from '../../src/mcp/register-idempotent-tool.js';
-import { registerIdemTool as registerV1 } from '../../src/mcp/v1/register-tool-v1.js';
+import { attachAuthInfo, principalAuthInfo } from '../../packages/idem/src/mcp/attach-auth-info.js';
+import type { IdemTool } from '../../packages/idem/src/mcp/idem-tool.js';
+import { registerIdemTool as registerV2 } from '../../packages/idem/src/mcp/register-idempotent-tool.js';
+import { registerIdemTool as registerV1 } from '../../packages/idem/src/mcp/v1/register-tool-v1.js';
 
 /** What a test sees of one tools/call. */
 export interface SdkCallResult {

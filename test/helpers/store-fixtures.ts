@@ -1,25 +1,25 @@
-import { silentLogger } from '../../src/core/logger.js';
+import { silentLogger } from '../../packages/idem/src/core/logger.js';
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
-import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
-import type { Clock } from '../../src/core/clock.js';
-import type { FaultPoints } from '../../src/core/fault-points.js';
-import type { JsonObject } from '../../src/core/json.js';
-import type { OperationRecord } from '../../src/core/operation-record.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import type { SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
+import { SqliteStore } from '../../packages/idem/src/adapters/sqlite/sqlite-store.js';
+import type { Clock } from '../../packages/idem/src/core/clock.js';
+import type { FaultPoints } from '../../packages/idem/src/core/fault-points.js';
+import type { JsonObject } from '../../packages/idem/src/core/json.js';
+import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
 import {
   Executor,
   type Authorize,
   type CallOutcome,
   type DurableOperation,
   type IdempotentOperation,
-} from '../../src/executor/executor.js';
-import type { EffectContext, EffectResult } from '../../src/executor/effect.js';
-import type { IdemStore } from '../../src/ports/idem-store.js';
-import { FaultPoints as Faults } from '../../src/core/fault-points.js';
+} from '../../packages/idem/src/executor/executor.js';
+import type { EffectContext, EffectResult } from '../../packages/idem/src/executor/effect.js';
+import type { IdemStore } from '../../packages/idem/src/ports/idem-store.js';
+import { FaultPoints as Faults } from '../../packages/idem/src/core/fault-points.js';
 import { ormStoreFactories } from './orm-fixtures.js';
 import { openPostgresTestStore, postgresAvailable } from './postgres-fixtures.js';
 

@@ -10,10 +10,10 @@ import process from 'node:process';
 import { McpServer } from '@modelcontextprotocol/server';
 import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
-import { Executor } from '../../dist/index.js';
-import { attachAuthInfo, principalAuthInfo, registerIdempotentTool } from '../../dist/mcp/index.js';
-import { openSqlite, SqliteStore } from '../../dist/adapters/sqlite/index.js';
-import { openPostgres, PostgresStore } from '../../dist/adapters/postgres/index.js';
+import { Executor } from 'idem';
+import { attachAuthInfo, principalAuthInfo, registerIdempotentTool } from 'idem/mcp';
+import { openSqlite, SqliteStore } from 'idem/sqlite';
+import { openPostgres, PostgresStore } from 'idem/postgres';
 
 const version = Number(process.env.TICKET_VERSION ?? '1');
 const replays = (process.env.TICKET_REPLAYS ?? '')

@@ -1,4 +1,4 @@
-import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
+import type { SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
 
 /**
  * The same connection, recording into `log` the source of every `pragma()` call made through it (a

@@ -1,12 +1,12 @@
 import type Database from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
-import { sqliteDialect } from '../../src/adapters/sqlite/sqlite-dialect.js';
-import { migrateSqlite } from '../../src/adapters/sqlite/sqlite-schema.js';
-import { kyselySqliteDriver } from '../../src/integrations/kysely/kysely-driver.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import type { SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
+import { sqliteDialect } from '../../packages/idem/src/adapters/sqlite/sqlite-dialect.js';
+import { migrateSqlite } from '../../packages/idem/src/adapters/sqlite/sqlite-schema.js';
+import { kyselySqliteDriver } from '../../packages/idem/src/integrations/kysely/kysely-driver.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
 
 // Kysely on SQLite waits for the write lock as every SQLite store of Idem does (LockWait): on the

@@ -5,8 +5,8 @@ import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { describe } from 'vitest';
-import { PostgresStore } from '../../src/adapters/postgres/postgres-store.js';
-import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
+import { PostgresStore } from '../../packages/idem/src/adapters/postgres/postgres-store.js';
+import { SqliteStore } from '../../packages/idem/src/adapters/sqlite/sqlite-store.js';
 import { integrationSpec } from '../helpers/integration-spec.js';
 import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { identityLockKey } from '../../src/adapters/postgres/call-statements.js';
+import { identityLockKey } from '../../packages/idem/src/adapters/postgres/call-statements.js';
 import { ormStoreFactories } from '../helpers/orm-fixtures.js';
 import { POSTGRES_URL } from '../helpers/postgres-fixtures.js';
 

@@ -6,12 +6,12 @@ import { Kysely, PostgresDialect, sql as kyselySql } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { PrismaClient } from '../../examples/prisma/generated/client.js';
-import { PostgresStore } from '../../src/adapters/postgres/postgres-store.js';
-import { Executor, type IdempotentOperation } from '../../src/executor/executor.js';
-import { drizzleStore } from '../../src/integrations/drizzle/index.js';
-import { kyselyStore } from '../../src/integrations/kysely/index.js';
-import { prismaStore } from '../../src/integrations/prisma/index.js';
-import type { IdemStore } from '../../src/ports/idem-store.js';
+import { PostgresStore } from '../../packages/idem/src/adapters/postgres/postgres-store.js';
+import { Executor, type IdempotentOperation } from '../../packages/idem/src/executor/executor.js';
+import { drizzleStore } from '../../packages/idem/src/integrations/drizzle/index.js';
+import { kyselyStore } from '../../packages/idem/src/integrations/kysely/index.js';
+import { prismaStore } from '../../packages/idem/src/integrations/prisma/index.js';
+import type { IdemStore } from '../../packages/idem/src/ports/idem-store.js';
 import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 
 // Every connection of the application's pool is in use and the pool gives up waiting

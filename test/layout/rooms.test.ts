@@ -4,49 +4,74 @@ import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const LIB = 'packages/idem/src';
+const APPS = 'packages/idem-cli/src';
 
 /** The idem/rooms messages ESLint, with the repository's own eslint.config.js, gives for `code` at `path`. */
 async function roomsMessages(path: string, code: string): Promise<string[]> {
   const eslint = new ESLint({ cwd: REPO_ROOT });
-  const [result] = await eslint.lintText(code, { filePath: join(REPO_ROOT, path) });
+  const [result] = await eslint.lintText(`${code}\n`, { filePath: join(REPO_ROOT, path) });
   return (result?.messages ?? []).filter((m) => m.ruleId === 'idem/rooms').map((m) => m.message);
 }
 
-describe('eslint.config.js keeps the library out of the applications (idem/rooms)', () => {
+describe('eslint.config.js keeps each package to its own files (idem/rooms)', () => {
   it.each([
-    ['src/core/fixture.ts', "import { DEFAULT_TOMBSTONE_TTL_MS } from '../server/reference-app.js';"],
-    ['src/executor/fixture.ts', "import type { ServerApp } from '../server/server-app.js';"],
-    ['src/mcp/oauth/fixture.ts', "import { CliError } from '../../cli/cli-error.js';"],
-    ['src/client/fixture.ts', "export const main = () => import('../cli/main.js');"],
-    ['src/operations/fixture.ts', "export { startProvider } from '../provider/provider-server.js';"],
-    ['src/testing/fixture.ts', "export * from '../provider/index.js';"],
-    ['src/index.ts', "export { ReferenceApp } from './server/reference-app.js';"],
-  ])('refuses %s importing an application', async (path, code) => {
-    const messages = await roomsMessages(path, `${code}\n`);
+    [`${LIB}/core/fixture.ts`, "import { x } from '../../../idem-cli/src/server/reference-app.js';"],
+    [`${LIB}/mcp/oauth/fixture.ts`, "import { CliError } from '../../../../idem-cli/src/cli/cli-error.js';"],
+    [`${LIB}/client/fixture.ts`, "export const main = () => import('../../../idem-cli/src/cli/main.js');"],
+    [`${LIB}/testing/fixture.ts`, "export * from '../../../idem-cli/src/provider/index.js';"],
+    [`${LIB}/index.ts`, "export { x } from '../../../test/helpers/mcp-fixtures.js';"],
+  ])('refuses %s importing by path outside the library', async (path, code) => {
+    const messages = await roomsMessages(path, code);
     expect(messages).toHaveLength(1);
-    expect(messages[0]).toMatch(
-      /is library code and must not import the application src\/(server|cli|provider)/,
-    );
+    expect(messages[0]).toMatch(/^packages\/idem\/src must not import \S+ by path/);
   });
 
   it.each([
-    ['src/provider/fixture.ts', "import { intOption } from '../cli/options.js';", 'cli'],
-    ['src/provider/fixture.ts', "import { ReferenceApp } from '../server/reference-app.js';", 'server'],
-    ['src/server/fixture.ts', "import { startProvider } from '../provider/provider-server.js';", 'provider'],
-    ['src/server/fixture.ts', "import { CliError } from '../cli/cli-error.js';", 'cli'],
-  ])('refuses %s importing another application than allowed (%s)', async (path, code, to) => {
-    expect(await roomsMessages(path, `${code}\n`)).toEqual([
-      `The application src/${path.split('/')[1]} must not import the application src/${to}.`,
+    [`${LIB}/core/fixture.ts`, "import { x } from 'idem-cli';"],
+    [`${LIB}/executor/fixture.ts`, "import type { X } from 'idem-cli/dist/server/server-app.js';"],
+  ])('refuses %s importing the applications by name', async (path, code) => {
+    expect(await roomsMessages(path, code)).toEqual([
+      expect.stringMatching(/^The library \(packages\/idem\) must not import the applications/),
     ]);
   });
 
   it.each([
-    ['src/cli/fixture.ts', "import { ReferenceApp } from '../server/reference-app.js';"],
-    ['src/cli/check/fixture.ts', "import { startProvider } from '../../provider/provider-server.js';"],
-    ['src/server/fixture.ts', "import { Executor } from '../executor/executor.js';"],
-    ['src/core/fixture.ts', "import { systemClock } from './clock.js';"],
-    ['src/mcp/fixture.ts', "import { toIdemError } from '../core/errors.js';"],
+    [`${APPS}/server/fixture.ts`, "import { Executor } from '../../../idem/src/executor/executor.js';"],
+    [
+      `${APPS}/cli/check/fixture.ts`,
+      "import { replyError } from '../../../../idem/src/client/tool-reply.js';",
+    ],
+    [`${APPS}/provider/fixture.ts`, "import { x } from '../../../idem/dist/index.js';"],
+  ])('refuses %s importing the library by path', async (path, code) => {
+    const messages = await roomsMessages(path, code);
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatch(/^packages\/idem-cli\/src must not import packages\/idem\/\S+ by path/);
+  });
+
+  it.each([
+    [`${APPS}/provider/fixture.ts`, "import { intOption } from '../cli/options.js';", 'cli'],
+    [`${APPS}/provider/fixture.ts`, "import { ReferenceApp } from '../server/reference-app.js';", 'server'],
+    [
+      `${APPS}/server/fixture.ts`,
+      "import { startProvider } from '../provider/provider-server.js';",
+      'provider',
+    ],
+    [`${APPS}/server/fixture.ts`, "import { CliError } from '../cli/cli-error.js';", 'cli'],
+  ])('refuses %s importing another application than allowed (%s)', async (path, code, to) => {
+    expect(await roomsMessages(path, code)).toEqual([
+      `The application src/${path.split('/')[3]} must not import the application src/${to}.`,
+    ]);
+  });
+
+  it.each([
+    [`${APPS}/cli/fixture.ts`, "import { ReferenceApp } from '../server/reference-app.js';"],
+    [`${APPS}/cli/check/fixture.ts`, "import { startProvider } from '../../provider/provider-server.js';"],
+    [`${APPS}/server/fixture.ts`, "import { Executor } from 'idem';"],
+    [`${APPS}/server/fixture.ts`, "import { registerIdempotentTool } from 'idem/mcp';"],
+    [`${LIB}/core/fixture.ts`, "import { systemClock } from './clock.js';"],
+    [`${LIB}/mcp/fixture.ts`, "import { toIdemError } from '../core/errors.js';"],
   ])('lets %s import what it may', async (path, code) => {
-    expect(await roomsMessages(path, `${code}\n`)).toEqual([]);
+    expect(await roomsMessages(path, code)).toEqual([]);
   });
 });

@@ -1,16 +1,16 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
-import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
-import { systemClock } from '../../src/core/clock.js';
-import { intentDigest } from '../../src/core/intent-digest.js';
-import { Executor } from '../../src/executor/executor.js';
-import { jsonLogger } from '../../src/log/json-logger.js';
-import { authorizeByGrant } from '../../src/mcp/idem-identity.js';
-import type { IdemTool, ToolCallContext } from '../../src/mcp/idem-tool.js';
-import { NotesApp } from '../../src/server/notes-app.js';
-import { referenceTools } from '../../src/server/reference-tools.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import type { SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
+import { SqliteStore } from '../../packages/idem/src/adapters/sqlite/sqlite-store.js';
+import { systemClock } from '../../packages/idem/src/core/clock.js';
+import { intentDigest } from '../../packages/idem/src/core/intent-digest.js';
+import { Executor } from '../../packages/idem/src/executor/executor.js';
+import { jsonLogger } from '../../packages/idem/src/log/json-logger.js';
+import { authorizeByGrant } from '../../packages/idem/src/mcp/idem-identity.js';
+import type { IdemTool, ToolCallContext } from '../../packages/idem/src/mcp/idem-tool.js';
+import { NotesApp } from '../../packages/idem-cli/src/server/notes-app.js';
+import { referenceTools } from '../../packages/idem-cli/src/server/reference-tools.js';
 import { cleanup, makeTempDir } from '../helpers/mcp-fixtures.js';
 import { storeFactories } from '../helpers/store-fixtures.js';
 

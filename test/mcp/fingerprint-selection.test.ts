@@ -1,13 +1,13 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
-import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
-import { silentLogger } from '../../src/core/logger.js';
-import type { FingerprintSelection } from '../../src/core/fingerprint-selection.js';
-import { Executor } from '../../src/executor/executor.js';
-import { durableTool, idempotentTool } from '../../src/mcp/idempotent-tool.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import type { SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
+import { SqliteStore } from '../../packages/idem/src/adapters/sqlite/sqlite-store.js';
+import { silentLogger } from '../../packages/idem/src/core/logger.js';
+import type { FingerprintSelection } from '../../packages/idem/src/core/fingerprint-selection.js';
+import { Executor } from '../../packages/idem/src/executor/executor.js';
+import { durableTool, idempotentTool } from '../../packages/idem/src/mcp/idempotent-tool.js';
 import { SDKS, type SdkSession } from '../helpers/sdk-harness.js';
 import { cleanup, makeTempDir } from '../helpers/mcp-fixtures.js';
 

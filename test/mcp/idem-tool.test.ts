@@ -1,13 +1,13 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import type { SqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.js';
-import { SqliteStore } from '../../src/adapters/sqlite/sqlite-store.js';
-import { Executor } from '../../src/executor/executor.js';
-import { withCachedJsonSchema } from '../../src/mcp/advertised-schema.js';
-import { idempotentTool } from '../../src/mcp/idempotent-tool.js';
-import { idemResultSchema } from '../../src/mcp/tool-result.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import type { SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
+import { SqliteStore } from '../../packages/idem/src/adapters/sqlite/sqlite-store.js';
+import { Executor } from '../../packages/idem/src/executor/executor.js';
+import { withCachedJsonSchema } from '../../packages/idem/src/mcp/advertised-schema.js';
+import { idempotentTool } from '../../packages/idem/src/mcp/idempotent-tool.js';
+import { idemResultSchema } from '../../packages/idem/src/mcp/tool-result.js';
 import { cleanup, makeTempDir } from '../helpers/mcp-fixtures.js';
 
 // The SDK-independent tool, called directly as a framework would: arguments, principal, signal.

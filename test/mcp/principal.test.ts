@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { identityFromAuthInfo } from '../../src/mcp/idem-identity.js';
-import { principalFromAuthInfo, toolCallContext } from '../../src/mcp/principal.js';
+import { identityFromAuthInfo } from '../../packages/idem/src/mcp/idem-identity.js';
+import { principalFromAuthInfo, toolCallContext } from '../../packages/idem/src/mcp/principal.js';
 
 // A verifier of one's own fills `extra.principal`; one PostgreSQL cannot store as written (U+0000, a
 // lone surrogate, which it would turn into U+FFFD and so merge with another principal) is no principal.
@@ -25,8 +25,8 @@ describe('principalFromAuthInfo', () => {
 describe('toolCallContext (idem/mcp, for frameworks that hand a tool `(args, extra)`)', () => {
   it('is exported by idem/mcp and idem/mcp-v1 and builds the context registerIdemTool builds', async () => {
     const [v2, v1] = await Promise.all([
-      import('../../src/mcp/index.js'),
-      import('../../src/mcp/v1/index.js'),
+      import('../../packages/idem/src/mcp/index.js'),
+      import('../../packages/idem/src/mcp/v1/index.js'),
     ]);
     expect(v2.toolCallContext).toBe(toolCallContext);
     expect(v1.toolCallContext).toBe(toolCallContext);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { idempotencyInstructions } from '../../src/mcp/tool-description.js';
+import { idempotencyInstructions } from '../../packages/idem/src/mcp/tool-description.js';
 
 describe('the retry contract in the tool description', () => {
   it('states the replay window, the tombstone window and that the key is free again after it', () => {

@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseRetryAfter } from '../../src/operations/index.js';
-import { classifyWrite, exchangeHttp } from '../../src/operations/http-exchange.js';
+import { parseRetryAfter } from '../../packages/idem/src/operations/index.js';
+import { classifyWrite, exchangeHttp } from '../../packages/idem/src/operations/http-exchange.js';
 
 const servers: Server[] = [];
 afterEach(async () => {

@@ -10,19 +10,19 @@ import { Client } from '@modelcontextprotocol/client';
 import { InMemoryTransport, McpServer } from '@modelcontextprotocol/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Executor, type JsonObject, type Logger } from '../../src/index.js';
+import { Executor, type JsonObject, type Logger } from '../../packages/idem/src/index.js';
 import {
   attachAuthInfo,
   principalAuthInfo,
   registerDurableTool,
   registerOperationTools,
-} from '../../src/mcp/index.js';
+} from '../../packages/idem/src/mcp/index.js';
 import {
   clientReferenceHandler,
   idempotencyKeyHandler,
   startWorker,
   type OperationRecord,
-} from '../../src/operations/public.js';
+} from '../../packages/idem/src/operations/public.js';
 import { BACKENDS } from '../helpers/public-backends.js';
 
 const silent: Logger = { info() {}, warn() {}, error() {} };

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { JsonObject } from '../../src/core/json.js';
-import type { OperationRecord } from '../../src/core/operation-record.js';
-import { resolveOperation } from '../../src/operations/index.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import type { JsonObject } from '../../packages/idem/src/core/json.js';
+import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
+import { resolveOperation } from '../../packages/idem/src/operations/index.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { harness, OPERATION, type Harness } from './operations-fixtures.js';
 
 const DAY = 24 * 60 * 60 * 1000;

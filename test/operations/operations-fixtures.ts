@@ -5,26 +5,26 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onTestFinished, vi } from 'vitest';
-import { openSqlite, SqliteStore } from '../../src/adapters/sqlite/index.js';
-import { systemClock, type Clock } from '../../src/core/clock.js';
-import { fingerprint } from '../../src/core/fingerprint.js';
-import { newAttemptId, newOperationId } from '../../src/core/ids.js';
-import type { JsonObject } from '../../src/core/json.js';
-import type { LogFields, Logger } from '../../src/core/logger.js';
-import type { OperationIdentity } from '../../src/core/operation-identity.js';
-import type { OperationRecord } from '../../src/core/operation-record.js';
-import type { RetryPolicy } from '../../src/core/retry-policy.js';
-import type { IdemStore } from '../../src/ports/idem-store.js';
+import { openSqlite, SqliteStore } from '../../packages/idem/src/adapters/sqlite/index.js';
+import { systemClock, type Clock } from '../../packages/idem/src/core/clock.js';
+import { fingerprint } from '../../packages/idem/src/core/fingerprint.js';
+import { newAttemptId, newOperationId } from '../../packages/idem/src/core/ids.js';
+import type { JsonObject } from '../../packages/idem/src/core/json.js';
+import type { LogFields, Logger } from '../../packages/idem/src/core/logger.js';
+import type { OperationIdentity } from '../../packages/idem/src/core/operation-identity.js';
+import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
+import type { RetryPolicy } from '../../packages/idem/src/core/retry-policy.js';
+import type { IdemStore } from '../../packages/idem/src/ports/idem-store.js';
 import {
   Worker,
   type DurableHandler,
   type RecoveryMode,
   type WorkerOptions,
-} from '../../src/operations/index.js';
-import { deploymentHandler } from '../../src/server/deployment-handler.js';
-import { startProvider, type RunningProvider } from '../../src/provider/index.js';
+} from '../../packages/idem/src/operations/index.js';
+import { deploymentHandler } from '../../packages/idem-cli/src/server/deployment-handler.js';
+import { startProvider, type RunningProvider } from '../../packages/idem-cli/src/provider/index.js';
 import { openPostgresTestStore } from '../helpers/postgres-fixtures.js';
-import { commitOnce } from '../../src/executor/commit-once.js';
+import { commitOnce } from '../../packages/idem/src/executor/commit-once.js';
 
 /** The engines the worker's behaviour tests loop over. */
 export type Engine = 'sqlite' | 'postgres';

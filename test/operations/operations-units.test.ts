@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import type { OperationRecord } from '../../src/core/operation-record.js';
-import { DEFAULT_RETRY_POLICY } from '../../src/core/retry-policy.js';
+import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
+import { DEFAULT_RETRY_POLICY } from '../../packages/idem/src/core/retry-policy.js';
 import {
   LeaseKeeper,
   operationBudget,
   providerKeyFor,
   stopMessage,
   successResult,
-} from '../../src/operations/index.js';
-import { describe as describeOutcome } from '../../src/operations/operation-processor.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+} from '../../packages/idem/src/operations/index.js';
+import { describe as describeOutcome } from '../../packages/idem/src/operations/operation-processor.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { memoryLogger } from './operations-fixtures.js';
 
 const record = (overrides: Partial<OperationRecord> = {}): OperationRecord => ({

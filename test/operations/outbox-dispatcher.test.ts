@@ -1,14 +1,14 @@
-import { FaultPoints } from '../../src/core/fault-points.js';
+import { FaultPoints } from '../../packages/idem/src/core/fault-points.js';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { newAttemptId, newOperationId } from '../../src/core/ids.js';
-import type { OperationIdentity } from '../../src/core/operation-identity.js';
-import type { OutboxIntent } from '../../src/ports/receipt-store.js';
-import type { SqliteStore } from '../../src/adapters/sqlite/index.js';
-import { DEFAULT_OUTBOX_MAX_ATTEMPTS, OutboxDispatcher } from '../../src/operations/index.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { newAttemptId, newOperationId } from '../../packages/idem/src/core/ids.js';
+import type { OperationIdentity } from '../../packages/idem/src/core/operation-identity.js';
+import type { OutboxIntent } from '../../packages/idem/src/ports/receipt-store.js';
+import type { SqliteStore } from '../../packages/idem/src/adapters/sqlite/index.js';
+import { DEFAULT_OUTBOX_MAX_ATTEMPTS, OutboxDispatcher } from '../../packages/idem/src/operations/index.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import {
   eventually,
   memoryLogger,
@@ -18,7 +18,7 @@ import {
   refusedUrl,
   tempDir,
 } from './operations-fixtures.js';
-import { commitOnce } from '../../src/executor/commit-once.js';
+import { commitOnce } from '../../packages/idem/src/executor/commit-once.js';
 
 interface Delivery {
   dedup_key: string;

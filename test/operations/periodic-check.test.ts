@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { OperationRecord } from '../../src/core/operation-record.js';
-import { CancelWatch } from '../../src/operations/cancel-watch.js';
-import { LeaseKeeper } from '../../src/operations/lease-keeper.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
+import { CancelWatch } from '../../packages/idem/src/operations/cancel-watch.js';
+import { LeaseKeeper } from '../../packages/idem/src/operations/lease-keeper.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { eventually, memoryLogger } from './operations-fixtures.js';
 
 /** A promise the test settles by hand. */

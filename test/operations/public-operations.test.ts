@@ -11,15 +11,19 @@ import { Client } from '@modelcontextprotocol/client';
 import { InMemoryTransport, McpServer } from '@modelcontextprotocol/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { DEFAULT_RETRY_POLICY as ROOT_DEFAULT_RETRY_POLICY, Executor, type Logger } from '../../src/index.js';
-import { SqliteStore, openSqlite } from '../../src/adapters/sqlite/index.js';
+import {
+  DEFAULT_RETRY_POLICY as ROOT_DEFAULT_RETRY_POLICY,
+  Executor,
+  type Logger,
+} from '../../packages/idem/src/index.js';
+import { SqliteStore, openSqlite } from '../../packages/idem/src/adapters/sqlite/index.js';
 import {
   attachAuthInfo,
   principalAuthInfo,
   registerDurableTool,
   registerIdempotentTool,
   registerOperationTools,
-} from '../../src/mcp/index.js';
+} from '../../packages/idem/src/mcp/index.js';
 import {
   DEFAULT_RETRY_POLICY,
   startOutboxDispatcher,
@@ -27,7 +31,7 @@ import {
   type DispatchOutcome,
   type DurableHandler,
   type OperationRecord,
-} from '../../src/operations/public.js';
+} from '../../packages/idem/src/operations/public.js';
 import { BACKENDS } from '../helpers/public-backends.js';
 
 const silent: Logger = { info() {}, warn() {}, error() {} };

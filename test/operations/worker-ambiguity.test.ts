@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { startProvider } from '../../src/provider/index.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { startProvider } from '../../packages/idem-cli/src/provider/index.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { postgresAvailable } from '../helpers/postgres-fixtures.js';
 import {
   creates,
@@ -11,7 +11,7 @@ import {
   type Engine,
   type Harness,
 } from './operations-fixtures.js';
-import { requestCancel } from '../../src/operations/ledger-transitions.js';
+import { requestCancel } from '../../packages/idem/src/operations/ledger-transitions.js';
 
 const args = { service: 'billing', version: '1.4.2' };
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { Executor } from '../../src/executor/executor.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { Executor } from '../../packages/idem/src/executor/executor.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { creates, eventually, harness, recordRequests, TEST_POLICY } from './operations-fixtures.js';
-import { requestCancel } from '../../src/operations/ledger-transitions.js';
+import { requestCancel } from '../../packages/idem/src/operations/ledger-transitions.js';
 
 const args = { service: 'billing', version: '1.4.2' };
 

@@ -1,17 +1,17 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
-import type { OperationRecord } from '../../src/core/operation-record.js';
+import { systemClock } from '../../packages/idem/src/core/clock.js';
+import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
 import {
   Worker,
   type DispatchOutcome,
   type DurableHandler,
   type HandlerCallContext,
   type UnknownOutcomeContext,
-} from '../../src/operations/index.js';
-import { deploymentHandler } from '../../src/server/deployment-handler.js';
-import { startProvider } from '../../src/provider/index.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+} from '../../packages/idem/src/operations/index.js';
+import { deploymentHandler } from '../../packages/idem-cli/src/server/deployment-handler.js';
+import { startProvider } from '../../packages/idem-cli/src/provider/index.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { postgresAvailable } from '../helpers/postgres-fixtures.js';
 import {
   accept,

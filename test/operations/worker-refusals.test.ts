@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/testing/fake-clock.js';
-import { MIN_ATTEMPT_MS } from '../../src/core/retry-policy.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
+import { MIN_ATTEMPT_MS } from '../../packages/idem/src/core/retry-policy.js';
 import { creates, harness, recordRequests, TEST_POLICY } from './operations-fixtures.js';
 
 const args = { service: 'billing', version: '1.4.2' };

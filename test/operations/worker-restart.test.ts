@@ -1,12 +1,16 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
-import type { OperationRecord } from '../../src/core/operation-record.js';
-import type { RetryPolicy } from '../../src/core/retry-policy.js';
-import { Worker, type DispatchOutcome, type DurableHandler } from '../../src/operations/index.js';
-import { deploymentHandler } from '../../src/server/deployment-handler.js';
-import { startProvider, type RunningProvider } from '../../src/provider/index.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { systemClock } from '../../packages/idem/src/core/clock.js';
+import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
+import type { RetryPolicy } from '../../packages/idem/src/core/retry-policy.js';
+import {
+  Worker,
+  type DispatchOutcome,
+  type DurableHandler,
+} from '../../packages/idem/src/operations/index.js';
+import { deploymentHandler } from '../../packages/idem-cli/src/server/deployment-handler.js';
+import { startProvider, type RunningProvider } from '../../packages/idem-cli/src/provider/index.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { postgresAvailable } from '../helpers/postgres-fixtures.js';
 import {
   accept,

@@ -1,25 +1,25 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { JsonObject } from '../../src/core/json.js';
-import type { OperationRecord } from '../../src/core/operation-record.js';
-import { outcomeOf } from '../../src/executor/call-outcome.js';
-import { exactOutputSchema } from '../../src/mcp/result-schema.js';
-import { outcomeResult } from '../../src/mcp/tool-result.js';
+import type { JsonObject } from '../../packages/idem/src/core/json.js';
+import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
+import { outcomeOf } from '../../packages/idem/src/executor/call-outcome.js';
+import { exactOutputSchema } from '../../packages/idem/src/mcp/result-schema.js';
+import { outcomeResult } from '../../packages/idem/src/mcp/tool-result.js';
 import {
   clientReferenceHandler,
   idempotencyKeyHandler,
   unkeyedHandler,
-} from '../../src/operations/public.js';
+} from '../../packages/idem/src/operations/public.js';
 import {
   Worker,
   type DispatchOutcome,
   type DurableHandler,
   type ReconcileOutcome,
   type RecoveryMode,
-} from '../../src/operations/index.js';
-import { requestCancel } from '../../src/operations/ledger-transitions.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+} from '../../packages/idem/src/operations/index.js';
+import { requestCancel } from '../../packages/idem/src/operations/ledger-transitions.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import {
   accept,
   LEASE_MS,

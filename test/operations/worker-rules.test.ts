@@ -1,15 +1,15 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { OperationRecord } from '../../src/core/operation-record.js';
+import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
 import {
   Worker,
   type DispatchOutcome,
   type DurableHandler,
   type ReconcileOutcome,
   type RecoveryMode,
-} from '../../src/operations/index.js';
-import type { IdemStore } from '../../src/ports/idem-store.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+} from '../../packages/idem/src/operations/index.js';
+import type { IdemStore } from '../../packages/idem/src/ports/idem-store.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import {
   accept,
   harness,
@@ -20,7 +20,7 @@ import {
   tempDir,
   TEST_POLICY,
 } from './operations-fixtures.js';
-import { requestCancel } from '../../src/operations/ledger-transitions.js';
+import { requestCancel } from '../../packages/idem/src/operations/ledger-transitions.js';
 
 const args = { service: 'billing', version: '3.1.0' };
 

@@ -1,13 +1,13 @@
-import { FaultPoints } from '../../src/core/fault-points.js';
+import { FaultPoints } from '../../packages/idem/src/core/fault-points.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openSqlite, type SqliteStore } from '../../src/adapters/sqlite/index.js';
-import { systemClock } from '../../src/core/clock.js';
-import type { RetryPolicy } from '../../src/core/retry-policy.js';
-import { newAttemptId } from '../../src/core/ids.js';
-import { Worker, type RecoveryMode } from '../../src/operations/index.js';
-import { deploymentHandler } from '../../src/server/deployment-handler.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { openSqlite, type SqliteStore } from '../../packages/idem/src/adapters/sqlite/index.js';
+import { systemClock } from '../../packages/idem/src/core/clock.js';
+import type { RetryPolicy } from '../../packages/idem/src/core/retry-policy.js';
+import { newAttemptId } from '../../packages/idem/src/core/ids.js';
+import { Worker, type RecoveryMode } from '../../packages/idem/src/operations/index.js';
+import { deploymentHandler } from '../../packages/idem-cli/src/server/deployment-handler.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import {
   accept,
   creates,
@@ -22,7 +22,7 @@ import {
   tempDir,
   TEST_POLICY,
 } from './operations-fixtures.js';
-import { requestCancel, startAttempt } from '../../src/operations/ledger-transitions.js';
+import { requestCancel, startAttempt } from '../../packages/idem/src/operations/ledger-transitions.js';
 
 const args = { service: 'billing', version: '2.0.0' };
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { creates, harness, recordRequests, TEST_POLICY } from './operations-fixtures.js';
 
 const args = { service: 'billing', version: '1.4.2' };

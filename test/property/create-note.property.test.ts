@@ -3,10 +3,10 @@ import type { Client } from '@modelcontextprotocol/client';
 import { ProtocolError } from '@modelcontextprotocol/client';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_CODES } from '../../src/core/errors.js';
-import { RESULT_STATUSES } from '../../src/mcp/tool-result.js';
-import { ReferenceApp } from '../../src/server/reference-app.js';
-import { TokenRegistry } from '../../src/server/token-registry.js';
+import { ERROR_CODES } from '../../packages/idem/src/core/errors.js';
+import { RESULT_STATUSES } from '../../packages/idem/src/mcp/tool-result.js';
+import { ReferenceApp } from '../../packages/idem-cli/src/server/reference-app.js';
+import { TokenRegistry } from '../../packages/idem-cli/src/server/token-registry.js';
 import { callTool, cleanup, connectInMemory, makeTempDir, type ToolResult } from '../helpers/mcp-fixtures.js';
 
 const HELD = ['default', 'ws-2'];

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { ProviderFaults } from '../../src/provider/index.js';
+import { ProviderFaults } from '../../packages/idem-cli/src/provider/index.js';
 import {
   buildProviderModule,
   deployments,

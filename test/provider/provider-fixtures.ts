@@ -4,7 +4,11 @@ import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { onTestFinished } from 'vitest';
-import { startProvider, type ProviderOptions, type RunningProvider } from '../../src/provider/index.js';
+import {
+  startProvider,
+  type ProviderOptions,
+  type RunningProvider,
+} from '../../packages/idem-cli/src/provider/index.js';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 
@@ -111,22 +115,24 @@ export async function deployments(base: string): Promise<DeploymentJson[]> {
 }
 
 /**
- * Compiles `idem provider` (src/cli/provider-command.ts and only what it imports: src/provider, core)
- * into a fresh temp dir, so child processes can run it without racing other tests over dist/.
+ * Compiles `idem provider` (packages/idem-cli/src/cli/provider-command.ts and what it imports of the
+ * CLI package: src/provider; the library comes built, through node_modules/idem) into a fresh temp dir, so child processes can run it without racing other tests over dist/.
  * Returns the path of the compiled provider-command.js.
  */
+const CLI_PACKAGE = join(REPO_ROOT, 'packages', 'idem-cli');
+
 export function buildProviderModule(): { modulePath: string; dispose: () => void } {
   const dir = mkdtempSync(join(tmpdir(), 'idem-provider-build-'));
   symlinkSync(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
   const config = {
-    extends: join(REPO_ROOT, 'tsconfig.build.json'),
+    extends: join(CLI_PACKAGE, 'tsconfig.build.json'),
     compilerOptions: {
-      rootDir: join(REPO_ROOT, 'src'),
+      rootDir: join(CLI_PACKAGE, 'src'),
       outDir: join(dir, 'dist'),
       declaration: false,
       sourceMap: false,
     },
-    files: [join(REPO_ROOT, 'src', 'cli', 'provider-command.ts')],
+    files: [join(CLI_PACKAGE, 'src', 'cli', 'provider-command.ts')],
     include: [],
   };
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(config));

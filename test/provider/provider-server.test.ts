@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { startProvider } from '../../src/provider/index.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { startProvider } from '../../packages/idem-cli/src/provider/index.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import {
   deployments,
   get,

@@ -8,11 +8,15 @@ import { getEventListeners } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { JsonObject } from '../../src/core/json.js';
-import type { OperationRecord } from '../../src/core/operation-record.js';
-import { providerKeyFor, type RecoveryMode } from '../../src/operations/public.js';
-import { deploymentArgs, deploymentFields, deploymentHandler } from '../../src/server/deployment-handler.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import type { JsonObject } from '../../packages/idem/src/core/json.js';
+import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
+import { providerKeyFor, type RecoveryMode } from '../../packages/idem/src/operations/public.js';
+import {
+  deploymentArgs,
+  deploymentFields,
+  deploymentHandler,
+} from '../../packages/idem-cli/src/server/deployment-handler.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { underForcedGc } from '../helpers/forced-gc.js';
 import { openProvider, recordRequests, refusedUrl, tempDir } from '../operations/operations-fixtures.js';
 

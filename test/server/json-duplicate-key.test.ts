@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { jsonDuplicateKey } from '../../src/server/json-duplicate-key.js';
+import { jsonDuplicateKey } from '../../packages/idem-cli/src/server/json-duplicate-key.js';
 
 describe('jsonDuplicateKey', () => {
   it('finds the first key given twice in one object, at any depth, with its place', () => {

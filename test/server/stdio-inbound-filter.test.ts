@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { stdioInboundFilter } from '../../src/server/stdio-inbound-filter.js';
+import { stdioInboundFilter } from '../../packages/idem-cli/src/server/stdio-inbound-filter.js';
 
 /** What the filter hands on and what it answers itself, for input written in these chunks. */
 async function run(chunks: Buffer[]): Promise<{ passed: string; answers: string[] }> {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/core/logger.js';
-import { startSweeper } from '../../src/server/sweeper.js';
-import type { IdemStore } from '../../src/ports/idem-store.js';
-import type { SweepOptions, SweepResult } from '../../src/ports/housekeeping.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
-import { IdemError } from '../../src/core/errors.js';
+import { silentLogger } from '../../packages/idem/src/core/logger.js';
+import { startSweeper } from '../../packages/idem-cli/src/server/sweeper.js';
+import type { IdemStore } from '../../packages/idem/src/ports/idem-store.js';
+import type { SweepOptions, SweepResult } from '../../packages/idem/src/ports/housekeeping.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
+import { IdemError } from '../../packages/idem/src/core/errors.js';
 import { memoryLogger } from '../operations/operations-fixtures.js';
 
 /** Polls (real time) until `check` holds, or fails after `timeoutMs`. */

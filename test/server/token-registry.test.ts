@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isIdemError } from '../../src/core/errors.js';
-import type { LogFields, Logger } from '../../src/core/logger.js';
-import { jsonErrorPosition } from '../../src/server/json-error-position.js';
-import { TokenRegistry } from '../../src/server/token-registry.js';
+import { isIdemError } from '../../packages/idem/src/core/errors.js';
+import type { LogFields, Logger } from '../../packages/idem/src/core/logger.js';
+import { jsonErrorPosition } from '../../packages/idem-cli/src/server/json-error-position.js';
+import { TokenRegistry } from '../../packages/idem-cli/src/server/token-registry.js';
 import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
 
 afterEach(removeTempFiles);

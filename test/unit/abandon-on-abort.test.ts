@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { abandonOnAbort } from '../../src/core/abandon-on-abort.js';
+import { abandonOnAbort } from '../../packages/idem/src/core/abandon-on-abort.js';
 
 function deferred<T>() {
   let resolve!: (value: T) => void;

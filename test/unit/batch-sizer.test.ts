@@ -6,7 +6,7 @@ import {
   pauseAfterBatch,
   SWEEP_BACKLOG_BUDGET_FACTOR,
   SweepPacer,
-} from '../../src/core/batch-sizer.js';
+} from '../../packages/idem/src/core/batch-sizer.js';
 
 describe('BatchSizer', () => {
   it('starts small and never exceeds max', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CommitConcurrency } from '../../src/core/commit-concurrency.js';
+import { CommitConcurrency } from '../../packages/idem/src/core/commit-concurrency.js';
 
 /** Records `sizes` in order; returns the indexes at which `concurrent` changed. */
 function flips(gauge: CommitConcurrency, sizes: number[]): number[] {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { connectionFailure } from '../../src/cli/connection-failure.js';
+import { connectionFailure } from '../../packages/idem-cli/src/cli/connection-failure.js';
 import { freePort } from '../helpers/mcp-fixtures.js';
 
 async function fetchError(url: string): Promise<unknown> {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { decide, type Decision } from '../../src/core/decide.js';
-import type { IdemError } from '../../src/core/errors.js';
-import { Executor } from '../../src/executor/executor.js';
-import type { OperationIdentity } from '../../src/core/operation-identity.js';
-import type { Existing, Receipt, Tombstone } from '../../src/core/receipt.js';
+import { decide, type Decision } from '../../packages/idem/src/core/decide.js';
+import type { IdemError } from '../../packages/idem/src/core/errors.js';
+import { Executor } from '../../packages/idem/src/executor/executor.js';
+import type { OperationIdentity } from '../../packages/idem/src/core/operation-identity.js';
+import type { Existing, Receipt, Tombstone } from '../../packages/idem/src/core/receipt.js';
 
 const NOW = Date.UTC(2026, 0, 2);
 const FP = 'a'.repeat(64);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseDuration } from '../../src/core/duration.js';
+import { parseDuration } from '../../packages/idem/src/core/duration.js';
 
 describe('parseDuration', () => {
   it('reads an integer and a unit', () => {

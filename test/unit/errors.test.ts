@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODES, IdemError, isIdemError, toIdemError, type ErrorCode } from '../../src/core/errors.js';
+import {
+  ERROR_CODES,
+  IdemError,
+  isIdemError,
+  toIdemError,
+  type ErrorCode,
+} from '../../packages/idem/src/core/errors.js';
 
 describe('IdemError', () => {
   it('carries code, message, name and options', () => {

@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 
 /** Lets every pending promise callback run. */
 function flush(): Promise<void> {

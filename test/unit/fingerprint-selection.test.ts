@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { fingerprint } from '../../src/core/fingerprint.js';
+import { fingerprint } from '../../packages/idem/src/core/fingerprint.js';
 import {
   fingerprintCoverage,
   fingerprintedArguments,
   validateFingerprintSelection,
-} from '../../src/core/fingerprint-selection.js';
+} from '../../packages/idem/src/core/fingerprint-selection.js';
 
 describe('fingerprintedArguments', () => {
   const args = { workspace: 'w', title: 't', note: 'n' };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalArguments, fingerprint } from '../../src/core/fingerprint.js';
+import { canonicalArguments, fingerprint } from '../../packages/idem/src/core/fingerprint.js';
 
 function rejectionCode(args: Record<string, unknown>): string | undefined {
   try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_KEY_LENGTH, validateIdempotencyKey } from '../../src/core/idempotency-key.js';
+import { MAX_KEY_LENGTH, validateIdempotencyKey } from '../../packages/idem/src/core/idempotency-key.js';
 
 function rejectionCode(key: unknown): string | undefined {
   try {

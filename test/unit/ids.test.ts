@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newAttemptId, newOperationId, timeOrderedHex } from '../../src/core/ids.js';
+import { newAttemptId, newOperationId, timeOrderedHex } from '../../packages/idem/src/core/ids.js';
 
 describe('ids', () => {
   it('are op_/att_ and 32 hex digits', () => {

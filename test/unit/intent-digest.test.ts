@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { INTENT_DIGEST_LENGTH, intentDigest } from '../../src/core/intent-digest.js';
+import { INTENT_DIGEST_LENGTH, intentDigest } from '../../packages/idem/src/core/intent-digest.js';
 
 const identity = { principal: 'alice', workspace: 'ws-1', operation: 'create_note', key: 'k-1' };
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { OperationIdentity } from '../../src/core/operation-identity.js';
-import { memoryStore, type MemoryTx } from '../../src/testing/index.js';
+import type { OperationIdentity } from '../../packages/idem/src/core/operation-identity.js';
+import { memoryStore, type MemoryTx } from '../../packages/idem/src/testing/index.js';
 
 const ID: OperationIdentity = { principal: 'a', workspace: 'w', operation: 'op', version: 1, key: 'k' };
 

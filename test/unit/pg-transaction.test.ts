@@ -8,11 +8,11 @@ import {
   pgTransactionProtocol,
   runPgTransaction,
   type PgAttempt,
-} from '../../src/adapters/postgres/pg-transaction.js';
-import { identityLockKey } from '../../src/adapters/postgres/call-statements.js';
-import { systemClock } from '../../src/core/clock.js';
-import { IdemError } from '../../src/core/errors.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+} from '../../packages/idem/src/adapters/postgres/pg-transaction.js';
+import { identityLockKey } from '../../packages/idem/src/adapters/postgres/call-statements.js';
+import { systemClock } from '../../packages/idem/src/core/clock.js';
+import { IdemError } from '../../packages/idem/src/core/errors.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 
 /** A node-postgres-shaped error with this SQLSTATE. */
 function pgError(code: string, message = `pg ${code}`): Error & { code: string } {

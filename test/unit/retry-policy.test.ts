@@ -5,7 +5,7 @@ import {
   minAttempt,
   planRetry,
   type RetryPolicy,
-} from '../../src/core/retry-policy.js';
+} from '../../packages/idem/src/core/retry-policy.js';
 
 const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, totalMs: 10_000, maxAttempts: 5 };
 const half = () => 0.5;

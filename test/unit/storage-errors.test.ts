@@ -3,10 +3,10 @@ import {
   pgTarget,
   translateConnectError,
   translatePgError,
-} from '../../src/adapters/postgres/postgres-errors.js';
-import type { PgPool } from '../../src/adapters/postgres/postgres-pool.js';
-import { translateSqliteError } from '../../src/adapters/sqlite/sqlite-errors.js';
-import { IdemError, storageCauseFields } from '../../src/core/errors.js';
+} from '../../packages/idem/src/adapters/postgres/postgres-errors.js';
+import type { PgPool } from '../../packages/idem/src/adapters/postgres/postgres-pool.js';
+import { translateSqliteError } from '../../packages/idem/src/adapters/sqlite/sqlite-errors.js';
+import { IdemError, storageCauseFields } from '../../packages/idem/src/core/errors.js';
 
 // How driver errors become Idem's codes, for the codes a test machine cannot produce for real (a
 // PostgreSQL disk that fills, an I/O error on the server, a login refused, ...). The conditions that

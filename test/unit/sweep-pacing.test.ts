@@ -1,11 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { MIN_SWEEP_BATCH_ROWS } from '../../src/core/batch-sizer.js';
-import type { Clock } from '../../src/core/clock.js';
-import { sharedSql } from '../../src/adapters/sql/shared-sql.js';
-import type { SqlConnection, SqlDriver, SqlStatement } from '../../src/adapters/sql/sql-driver.js';
-import { SqlHousekeeping } from '../../src/adapters/sql/sql-housekeeping.js';
-import { sqliteDialect } from '../../src/adapters/sqlite/sqlite-dialect.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { MIN_SWEEP_BATCH_ROWS } from '../../packages/idem/src/core/batch-sizer.js';
+import type { Clock } from '../../packages/idem/src/core/clock.js';
+import { sharedSql } from '../../packages/idem/src/adapters/sql/shared-sql.js';
+import type {
+  SqlConnection,
+  SqlDriver,
+  SqlStatement,
+} from '../../packages/idem/src/adapters/sql/sql-driver.js';
+import { SqlHousekeeping } from '../../packages/idem/src/adapters/sql/sql-housekeeping.js';
+import { sqliteDialect } from '../../packages/idem/src/adapters/sqlite/sqlite-dialect.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 
 // Issue 22, point 5: the sweep's pacing on a store whose batches block callers (SQLite), on a fake
 // clock. Each batch first waits WAIT_MS in the write queue behind callers' commits, then holds the

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
-import { timeoutSignal } from '../../src/core/timeout-signal.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { systemClock } from '../../packages/idem/src/core/clock.js';
+import { timeoutSignal } from '../../packages/idem/src/core/timeout-signal.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { underForcedGc } from '../helpers/forced-gc.js';
 
 /** Resolves with the signal's reason and the ms it took, or 'not aborted' after `capMs`. */

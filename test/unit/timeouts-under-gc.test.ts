@@ -3,21 +3,21 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { openSqlite } from '../../src/adapters/sqlite/open-sqlite.js';
-import { SqliteTransactor } from '../../src/adapters/sqlite/sqlite-transactor.js';
-import { callWithTimeout } from '../../src/client/call-with-timeout.js';
-import type { McpClient } from '../../src/client/connect-target.js';
-import { runProcess } from '../../src/commands/command-process.js';
-import { systemClock } from '../../src/core/clock.js';
-import { IdemError } from '../../src/core/errors.js';
-import { OutboxDispatcher } from '../../src/operations/index.js';
-import { FakeClock } from '../../src/testing/fake-clock.js';
+import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import { SqliteTransactor } from '../../packages/idem/src/adapters/sqlite/sqlite-transactor.js';
+import { callWithTimeout } from '../../packages/idem/src/client/call-with-timeout.js';
+import type { McpClient } from '../../packages/idem/src/client/connect-target.js';
+import { runProcess } from '../../packages/idem/src/commands/command-process.js';
+import { systemClock } from '../../packages/idem/src/core/clock.js';
+import { IdemError } from '../../packages/idem/src/core/errors.js';
+import { OutboxDispatcher } from '../../packages/idem/src/operations/index.js';
+import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { underForcedGc } from '../helpers/forced-gc.js';
 import { removeTempFiles, tempFile } from '../helpers/temp-files.js';
 import { memoryLogger, openStore, tempDir } from '../operations/operations-fixtures.js';
-import { commitOnce } from '../../src/executor/commit-once.js';
-import { newAttemptId, newOperationId } from '../../src/core/ids.js';
-import type { OperationIdentity } from '../../src/core/operation-identity.js';
+import { commitOnce } from '../../packages/idem/src/executor/commit-once.js';
+import { newAttemptId, newOperationId } from '../../packages/idem/src/core/ids.js';
+import type { OperationIdentity } from '../../packages/idem/src/core/operation-identity.js';
 
 // Issue 22: every timeout and deadline fires on time whatever the garbage collector does. Each
 // bounded wait below runs while a full collection runs every 20 ms, and must end within its cap plus

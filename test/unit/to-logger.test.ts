@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { toLogger, type ConsoleLike, type LoggerOption } from '../../src/log/to-logger.js';
+import { toLogger, type ConsoleLike, type LoggerOption } from '../../packages/idem/src/log/to-logger.js';
 
 /** A console whose every method records what it was called with, by name. */
 function fakeConsole(): { console: ConsoleLike; calls: Array<[string, string]> } {

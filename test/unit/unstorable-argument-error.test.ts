@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { unstorableArgumentError } from '../../src/core/unstorable-argument-error.js';
-import { unstorablePrincipalError, unstorableText } from '../../src/core/unstorable-text.js';
+import { unstorableArgumentError } from '../../packages/idem/src/core/unstorable-argument-error.js';
+import { unstorablePrincipalError, unstorableText } from '../../packages/idem/src/core/unstorable-text.js';
 
 const NUL = 'must not contain the character U+0000 (NUL)';
 const LONE = 'must be well-formed Unicode (it contains a lone surrogate, U+D800 to U+DFFF without its pair)';

@@ -1,0 +1,106 @@
+import { writeFileSync } from 'node:fs';
+import { credentialsRefusal } from 'idem/client';
+import { CliError } from './cli-error.js';
+import { CheckConnection, type CheckTargetSpec, type ListedTool } from './check-connection.js';
+import { connectionFailure } from './connection-failure.js';
+import { checkReport, exitStatus, formatTally } from './check/check-report.js';
+import { CHECK_HELP, parseCheckOptions } from './check/check-options.js';
+import { checkTool, type ToolReport } from './check/check-tool.js';
+import { formatCheckReport } from './check/format-report.js';
+import { junitReport } from './check/junit-report.js';
+import { planTools } from './check/tool-plan.js';
+
+export { CHECK_HELP } from './check/check-options.js';
+
+/**
+ * `idem check`: lists the server's tools, checks the mutating ones and prints the report to `out`
+ * (and writes --junit). Throws CliError(…, 1) when a row failed or the server cannot be reached,
+ * (…, 2) on a usage error, (…, 3) when no row failed but some were inconclusive.
+ */
+export async function checkCommand(
+  argv: string[],
+  out: (text: string) => void,
+  options: { signal?: AbortSignal } = {},
+): Promise<void> {
+  const parsed = parseCheckOptions(argv);
+  if (parsed === undefined) {
+    out(`${CHECK_HELP}\n`);
+    return;
+  }
+  const { target, timeoutMs } = parsed;
+  const signal = options.signal;
+  const opened: CheckConnection[] = [];
+  const open = async (token: string | undefined) => {
+    try {
+      const connection = await CheckConnection.open(target, token, signal);
+      opened.push(connection);
+      return connection;
+    } catch (error) {
+      signal?.throwIfAborted();
+      const refusal = credentialsRefusal(error);
+      if (refusal === undefined) {
+        throw new CliError(`cannot ${describeTarget(target)}: ${connectionFailure(error)}`, 1);
+      }
+      // It was reached: it answered, and refused these credentials.
+      const none = token === undefined && refusal.httpStatus === 401 ? ' (no --token was given)' : '';
+      throw new CliError(`cannot connect to ${labelOf(target)}: ${refusal.message}${none}`, 1);
+    }
+  };
+  try {
+    const primary = await open(parsed.token);
+    let listed: ListedTool[];
+    try {
+      listed = await primary.listTools(timeoutMs, signal);
+    } catch (error) {
+      signal?.throwIfAborted();
+      throw new CliError(`cannot list the tools of ${labelOf(target)}: ${connectionFailure(error)}`, 1);
+    }
+    const { plans, notChecked } = planTools(listed, parsed);
+    const second = parsed.token2 === undefined ? undefined : await open(parsed.token2);
+    const run = {
+      primary,
+      second,
+      timeoutMs,
+      concurrency: parsed.concurrency,
+      rounds: parsed.rounds,
+      signal,
+    };
+    const tools: ToolReport[] = [];
+    for (const plan of plans) tools.push(await checkTool(plan, run));
+    const report = checkReport(primary.label, tools, notChecked, {
+      rounds: parsed.rounds,
+      concurrency: parsed.concurrency,
+    });
+    if (parsed.junit !== undefined) {
+      try {
+        writeFileSync(parsed.junit, junitReport(report));
+      } catch (error) {
+        throw new CliError(`cannot write --junit ${parsed.junit}: ${(error as Error).message}`, 2);
+      }
+    }
+    out(parsed.json ? `${JSON.stringify(report, null, 2)}\n` : formatCheckReport(report));
+    const status = exitStatus(report);
+    if (status === 1)
+      throw new CliError(
+        `${report.tally.fail} row${report.tally.fail === 1 ? '' : 's'} failed (${formatTally(report.tally)})`,
+        1,
+      );
+    if (status === 3) {
+      throw new CliError(
+        `no row failed, but ${report.tally.inconclusive} ${report.tally.inconclusive === 1 ? 'is' : 'are'} ` +
+          `inconclusive (${formatTally(report.tally)})`,
+        3,
+      );
+    }
+  } finally {
+    await Promise.all(opened.map((connection) => connection.close()));
+  }
+}
+
+function labelOf(target: CheckTargetSpec): string {
+  return 'url' in target ? target.url : [target.command, ...target.args].join(' ');
+}
+
+function describeTarget(target: CheckTargetSpec): string {
+  return 'url' in target ? `reach ${target.url}` : `connect to ${labelOf(target)}`;
+}

@@ -1,0 +1,10 @@
+export { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
+export { openPostgres, type OpenPostgresOptions } from './open-postgres.js';
+export { migratePostgres, POSTGRES_SCHEMA_VERSION } from './postgres-schema.js';
+export { translatePgError, isConnectionLoss, pgTarget, type PgTarget } from './postgres-errors.js';
+export { pgInstalled, PG_MISSING_MESSAGE } from './load-pg.js';
+export { DEFAULT_LOCK_TIMEOUT_MS } from './pg-transaction.js';
+export type { PgPool, PgClient, PgQueryResult } from './postgres-pool.js';
+export { postgresDialect } from './postgres-dialect.js';
+export { POSTGRES_CAPABILITIES, postgresDriver } from './postgres-store.js';
+export { identityLockKey } from './call-statements.js';
