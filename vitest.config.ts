@@ -38,8 +38,9 @@ export default defineConfig({
           sequence: { groupOrder: 0 },
         },
       },
-      // The packed-install test compiles better-sqlite3 for a minute or more: it runs after the
-      // others, so that the compiler does not slow the tests that spawn servers and wait on them.
+      // The packed-install tests (test/package/) install tarballs, and packed-cli compiles
+      // better-sqlite3 for a minute or more: they run after the others, so that the compiler does
+      // not slow the tests that spawn servers and wait on them.
       {
         extends: true,
         test: { name: 'package', include: ['test/package/**/*.test.ts'], sequence: { groupOrder: 1 } },

@@ -480,7 +480,7 @@ for (const backend of BACKENDS) {
       } finally {
         await t.close();
       }
-    });
+    }, 90_000); // nine CLI processes one after another: seconds each on a loaded two-core machine
   });
 }
 
