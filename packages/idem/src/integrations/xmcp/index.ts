@@ -3,6 +3,13 @@ import type { IdemTool, IdemToolAnnotations } from '../../mcp/idem-tool.js';
 import { toolCallContext, type AuthInfoLike } from '../../mcp/principal.js';
 import type { IdemToolResult } from '../../mcp/tool-result.js';
 
+export {
+  xmcpUndeclaredFieldsGuard,
+  type XmcpGuardMiddleware,
+  type XmcpGuardRequest,
+  type XmcpGuardResponse,
+} from './xmcp-undeclared-fields-guard.js';
+
 /**
  * One field of an xmcp `schema` export that lets every value through: xmcp validates each field
  * with `~standard.validate` (which here always succeeds, so Idem answers `invalid_argument` with a
@@ -56,9 +63,10 @@ export interface XmcpToolExports {
  * export default tool.handler;`. The principal comes from `extra.authInfo` (`toolCallContext`),
  * results leave as Idem built them (xmcp returns a `CallToolResult` as is).
  *
- * One promise xmcp 1.1 does not let any tool keep: it copies only the declared fields of the
- * arguments before the handler runs, so a field the tool does not declare never reaches Idem and is
- * dropped instead of refused with `invalid_argument` (see docs/your-own-tools.md).
+ * One promise xmcp 1.1 does not let a tool file keep: it copies only the declared fields of the
+ * arguments before the handler runs, so a field the tool does not declare never reaches Idem and
+ * would be dropped instead of refused with `invalid_argument`. `xmcpUndeclaredFieldsGuard`, an xmcp
+ * middleware, refuses such a call before xmcp copies anything (see docs/your-own-tools.md).
  */
 export function xmcpTool(tool: IdemTool): XmcpToolExports {
   const schema: Record<string, XmcpPassThroughField> = {};
