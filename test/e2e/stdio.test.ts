@@ -122,10 +122,17 @@ describe('reference server over stdio', () => {
     expect(again.sc).toEqual({ ...first.sc, replayed: true });
     expect((await listNotes(client)).map((n) => n.note_id)).toEqual([first.sc.resource_id]);
 
-    const logs = stderr()
-      .split('\n')
-      .map(parseJsonLine)
-      .filter((l) => l !== undefined);
+    const read = () =>
+      stderr()
+        .split('\n')
+        .map(parseJsonLine)
+        .filter((l) => l !== undefined);
+    // A call's log line follows its reply on another pipe: wait (bounded) for the third one.
+    for (const end = Date.now() + 10_000; Date.now() < end;) {
+      if (read().filter((l) => l.event === 'idem.call').length >= 3) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const logs = read();
     expect(logs.some((l) => l.event === 'idem.serving' && l.transport === 'stdio')).toBe(true);
     expect(logs.filter((l) => l.event === 'idem.call').map((l) => [l.principal, l.tool, l.outcome])).toEqual([
       ['dev', 'create_note@v1', 'executed'],

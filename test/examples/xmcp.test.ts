@@ -1,20 +1,25 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { Executor, type LogFields } from '../../src/index.js';
-import { SqliteStore, openSqlite } from '../../src/adapters/sqlite/index.js';
-import { authorizeByGrant, idempotentTool, toolCallContext, type IdemTool } from '../../src/mcp/index.js';
+import { Executor, type LogFields } from '../../packages/idem/src/index.js';
+import { SqliteStore, openSqlite } from '../../packages/idem/src/adapters/sqlite/index.js';
+import {
+  authorizeByGrant,
+  idempotentTool,
+  toolCallContext,
+  type IdemTool,
+} from '../../packages/idem/src/mcp/index.js';
 import {
   xmcpUndeclaredFieldsGuard,
   type XmcpGuardRequest,
   type XmcpGuardResponse,
-} from '../../src/integrations/xmcp/index.js';
+} from '../../packages/idem/src/integrations/xmcp/index.js';
 import {
   REPO_ROOT,
   callTool,
@@ -99,9 +104,13 @@ describe('guide example xmcp (xmcp build, SQLite, middleware auth)', () => {
   beforeAll(async () => {
     ensureBuilt();
     // The app imports `idem` by its package name, as after `npm install idem`.
+    // node_modules/idem is the library's workspace package (replaced if it points anywhere else).
     mkdirSync(join(APP, 'node_modules'), { recursive: true });
-    if (!existsSync(join(APP, 'node_modules', 'idem'))) {
-      symlinkSync(REPO_ROOT, join(APP, 'node_modules', 'idem'), 'dir');
+    const link = join(APP, 'node_modules', 'idem');
+    const library = join(REPO_ROOT, 'packages', 'idem');
+    if (!existsSync(link) || realpathSync(link) !== realpathSync(library)) {
+      rmSync(link, { recursive: true, force: true });
+      symlinkSync(library, link, 'dir');
     }
     const port = await freePort();
     // xmcp reads its config (the port) when it builds.
