@@ -178,15 +178,17 @@ describe.each(MODES)('provider mode %s: a crash or lost response never deploys t
       expect(replay.sc).toMatchObject({ status: 'succeeded', replayed: true, deployment_id: deploymentId });
       expect(final.result).toMatchObject({ deployment_id: deploymentId, service: `svc-${mode}` });
       if (mode === 'reference') expect(deployments[0]?.client_reference).toBe(`idem-${opId}`);
-      // Key mode: a second attempt after the provider had applied the first one was a replay.
+      // Key mode: every attempt after the provider had applied the first one was a replay there
+      // (usually one; on a loaded machine a lease may lapse and a third attempt replay again).
       if (mode === 'key' && (window === 'after_provider_reply' || window === 'drop_response')) {
-        expect(final.attempts).toBe(2);
+        expect(final.attempts).toBeGreaterThanOrEqual(2);
+        const replays = (final.attempts as number) - 1;
         await waitForLogLines(
           () => provider.logs(),
           (l) => l.event === 'provider.deployment_replayed',
-          1,
+          replays,
         );
-        expect(providerEvents('provider.deployment_replayed')).toBe(1);
+        expect(providerEvents('provider.deployment_replayed')).toBe(replays);
       }
     } else {
       expect(deployments).toHaveLength(UNKNOWN_DEPLOYMENTS[window] as number);

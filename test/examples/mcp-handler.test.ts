@@ -1,19 +1,10 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildExamples, startExample } from '../helpers/example-fixtures.js';
-import {
-  REPO_ROOT,
-  callTool,
-  cleanEnv,
-  cleanup,
-  closeQuietly,
-  connectHttp,
-  freePort,
-} from '../helpers/mcp-fixtures.js';
+import { callTool, cleanup, closeQuietly, connectHttp, freePort } from '../helpers/mcp-fixtures.js';
+import { expectEveryRowPassed, runBuiltCheck } from '../helpers/built-check.js';
 import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 
 // examples/mcp-handler.ts (shown verbatim in docs/your-own-tools.md): Vercel's mcp-handler served
@@ -163,39 +154,6 @@ describe.runIf(postgresAvailable)('guide example mcp-handler (Node, PostgreSQL, 
     }
   });
   it('passes idem check, every row, with a second principal (the last step of the guide)', async () => {
-    const check = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      execFile(
-        process.execPath,
-        [
-          join(REPO_ROOT, 'packages', 'idem-cli', 'dist', 'cli', 'main.js'),
-          'check',
-          '--url',
-          url,
-          '--token',
-          ALICE,
-          '--token2',
-          CAROL,
-          '--arg',
-          'workspace=team-a',
-        ],
-        { cwd: REPO_ROOT, env: cleanEnv(), timeout: 120_000 },
-        (error, stdout, stderr) =>
-          resolve({
-            code: error === null ? 0 : typeof error.code === 'number' ? error.code : null,
-            stdout,
-            stderr,
-          }),
-      );
-    });
-    expect(check.code, `${check.stdout}\n${check.stderr}`).toBe(0);
-    for (const row of [
-      'lost response, then retry',
-      'rounds of 5 concurrent duplicates',
-      'same key, other arguments',
-      'fresh key, same arguments',
-      'another principal, same key',
-    ])
-      expect(check.stdout).toMatch(new RegExp(`${row}\\s+pass`));
-    expect(check.stdout).toMatch(/5 passed, 0 failed/);
+    expectEveryRowPassed(await runBuiltCheck(url, ALICE, CAROL, ['--arg', 'workspace=team-a']));
   }, 150_000);
 });

@@ -31,6 +31,7 @@ import {
   freePort,
   track,
 } from '../helpers/mcp-fixtures.js';
+import { expectEveryRowPassed, runBuiltCheck } from '../helpers/built-check.js';
 
 // examples/xmcp: an xmcp 1.1 app whose tool file is made by `xmcpTool` (idem/xmcp), built with
 // `xmcp build` and run as its own process, on SQLite, behind an xmcp middleware giving the principal
@@ -332,6 +333,10 @@ describe('guide example xmcp (xmcp build, SQLite, middleware auth)', () => {
     expect(later.messages[0]).not.toHaveProperty('result');
     expect(tickets('Later revision')).toEqual([]);
   });
+
+  it('passes idem check, every row, with a second principal (the last step of the guide)', async () => {
+    expectEveryRowPassed(await runBuiltCheck(url, ALICE, CAROL, ['--arg', 'workspace=team-a']));
+  }, 150_000);
 
   it('type-checks as an app of its own, importing idem/xmcp by package name', () => {
     // Not part of the root tsconfig (its own package.json ends the self-reference to `idem`). Last,
