@@ -1,14 +1,17 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../helpers/mcp-fixtures.js';
+import { packWorkspace } from '../../scripts/pack-workspace.mjs';
+import { REPO_ROOT, ensureBuilt } from '../helpers/mcp-fixtures.js';
 import { deadLinks, headingAnchors, markdownLinks, type LinkWorld } from '../helpers/markdown-links.js';
 
 /**
  * The README and the guides in docs/ are read on the repository and, after `npm install idem`, in
  * node_modules/idem: every relative link must resolve in both, so it must point at a file that
- * exists here and that `npm pack` ships (package.json "files"), and a #fragment at a heading.
+ * exists here and that the library's tarball ships (packages/idem/package.json "files", with the
+ * repository files scripts/pack-workspace.mjs stages into it), and a #fragment at a heading.
  */
 const DOCS = [
   'README.md',
@@ -17,19 +20,26 @@ const DOCS = [
     .map((f) => `docs/${f}`),
 ];
 
+/** The files of the library's tarball as scripts/pack-workspace.mjs packs it (paths without `package/`). */
 function packedFiles(): Set<string> {
-  // --ignore-scripts: no `prepare` build, which would rewrite dist/ under other running tests.
-  const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts', '--loglevel=error'], {
-    cwd: REPO_ROOT,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const [pack] = JSON.parse(out) as { files: { path: string }[] }[];
-  return new Set((pack?.files ?? []).map((f) => f.path));
+  const dir = mkdtempSync(join(tmpdir(), 'idem-links-'));
+  try {
+    const tarball = packWorkspace('idem', dir);
+    const listed = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' });
+    return new Set(
+      listed
+        .split('\n')
+        .filter((line) => line.startsWith('package/'))
+        .map((line) => line.slice('package/'.length)),
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 let world: LinkWorld;
 beforeAll(() => {
+  ensureBuilt(); // the pack copies packages/idem/dist
   world = {
     exists: (path) => existsSync(join(REPO_ROOT, path)),
     packed: packedFiles(),
