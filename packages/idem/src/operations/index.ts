@@ -1,16 +1,10 @@
-export {
-  providerKeyFor,
-  type Applied,
-  type DispatchOutcome,
-  type DurableHandler,
-  type HandlerCallContext,
-  type ReconcileOutcome,
-  type RecoveryMode,
-  type UnknownOutcomeContext,
-} from './durable-handler.js';
-export { resolveOperation, type SuccessFieldsByOperation } from './operation-resolver.js';
+/**
+ * The operations folder's internal barrel, for the tests: the public entry (`idem/operations`,
+ * public.ts) and the worker's parts that are not part of it.
+ */
+export * from './public.js';
 export { parseRetryAfter } from './http-exchange.js';
-export { Worker, type WorkerOptions } from './worker.js';
+export { Worker } from './worker.js';
 export { OperationProcessor, type OperationProcessorOptions } from './operation-processor.js';
 export { OperationWriter, type Next, type OperationWriterOptions } from './operation-writer.js';
 export {
@@ -20,10 +14,6 @@ export {
   type Budget,
   type StopReason,
 } from './operation-budget.js';
-export {
-  DEFAULT_OUTBOX_MAX_ATTEMPTS,
-  OutboxDispatcher,
-  type OutboxDispatcherOptions,
-} from './outbox-dispatcher.js';
+export { OutboxDispatcher } from './outbox-dispatcher.js';
 export { LeaseKeeper, type LeaseKeeperOptions } from './lease-keeper.js';
 export { PollingLoop } from './polling-loop.js';
