@@ -53,6 +53,7 @@ export default tseslint.config(
       'examples/xmcp/xmcp-env.d.ts',
       'node_modules/**',
       'coverage/**',
+      '.tmp/**',
       'bench/results/**',
       'examples/prisma/generated/**',
     ],

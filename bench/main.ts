@@ -1,10 +1,15 @@
 /**
  * `npm run bench [-- --quick] [--only REGEX] [--suites a,b] [--reps N] [--duration MS] [--no-profile] [--no-write]`
+ * `npm run bench -- --baseline REV [--pairs N] [--max-drop 0.1] [--quick] [--only ...] [--suites ...]`
  *
  * Runs every suite (each in its own Node process), prints a table, evaluates the targets of issue 6
  * on ratios measured in this run, profiles the rows behind missed targets (V8 CPU profiler), and
  * writes bench/results/latest.{json,md,svg} and docs/benchmarks.md. `--render` rewrites the reports
- * from bench/results/latest.json without measuring anything.
+ * from bench/results/latest.json without measuring anything. `--baseline REV` compares this checkout
+ * with another commit in one run: it builds that commit's benchmark (bench/lib/baseline.ts), runs
+ * each suite N times in each build, alternating (baseline first, then this one first, ...), and
+ * prints the median ops/s of every row in both and their ratio, marking Idem's first-execution and
+ * replay rows more than `--max-drop` below; it writes no report.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +20,7 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import * as prettier from 'prettier';
+import { buildBaseline, collect, comparisonTable } from './lib/baseline.js';
 import { probeFsyncUs } from './lib/disk-probe.js';
 import { summarizeProfile, type ProfileSummary } from './lib/profile.js';
 import { redisMissing, redisVersion } from './lib/redis.js';
@@ -61,6 +67,9 @@ const { values } = parseArgs({
     'no-write': { type: 'boolean', default: false },
     render: { type: 'boolean', default: false },
     'pg-url': { type: 'string' },
+    baseline: { type: 'string' },
+    pairs: { type: 'string' },
+    'max-drop': { type: 'string' },
   },
 });
 
@@ -97,6 +106,8 @@ async function runSuite(
     profileOut?: string;
     durationMs?: number;
     reps?: number;
+    /** Another build's suite worker (`--baseline`); this checkout's by default. */
+    worker?: string;
   } = {},
 ): Promise<RowResult[]> {
   const dir = mkdtempSync(join(tmpRoot, `${suite}-`));
@@ -117,7 +128,7 @@ async function runSuite(
         : { profileRow: options.profileRow, profileOut: options.profileOut }),
     },
   };
-  const child = spawn(process.execPath, ['--expose-gc', WORKER, JSON.stringify(args)], {
+  const child = spawn(process.execPath, ['--expose-gc', options.worker ?? WORKER, JSON.stringify(args)], {
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   current = child;
@@ -562,8 +573,53 @@ async function render(): Promise<void> {
   await writeReports({ ...saved, targets: evaluated, explanations: explanations(saved.rows, evaluated) });
 }
 
+/** `--baseline REV`: this checkout against another commit, suite by suite, alternating builds. */
+async function compare(rev: string): Promise<void> {
+  const pairs = Number(values.pairs ?? 2);
+  const maxDrop = Number(values['max-drop'] ?? 0.1);
+  if (!Number.isInteger(pairs) || pairs < 1)
+    throw new Error(`--pairs must be a positive integer, got ${values.pairs}`);
+  if (!(maxDrop >= 0 && maxDrop < 1))
+    throw new Error(`--max-drop must be in [0, 1), got ${values['max-drop']}`);
+  log(`idem bench: building the baseline ${rev}`);
+  const baseline = buildBaseline(ROOT, rev);
+  const tmpRoot = mkdtempSync(join(tmpdir(), 'idem-bench-'));
+  const measured = new Map<string, { baseline: number[]; current: number[] }>();
+  const only = values.only === undefined ? {} : { only: values.only };
+  try {
+    log(
+      `idem bench: ${quick ? 'quick' : 'full'} comparison with ${baseline.sha.slice(0, 12)}, ${pairs} runs of each build per suite, alternating; load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+    );
+    for (const suite of suites) {
+      if (!SUITE_ORDER.includes(suite))
+        throw new Error(`unknown suite ${suite}; known: ${SUITE_ORDER.join(', ')}`);
+      for (let pair = 0; pair < pairs; pair++) {
+        const order: ('baseline' | 'current')[] =
+          pair % 2 === 0 ? ['baseline', 'current'] : ['current', 'baseline'];
+        for (const side of order) {
+          log(`suite ${suite} (${side}, run ${pair + 1} of ${pairs})`);
+          const options = side === 'baseline' ? { ...only, worker: baseline.worker } : only;
+          collect(measured, side, await runSuite(suite, tmpRoot, options));
+        }
+      }
+    }
+  } finally {
+    rmSync(tmpRoot, { recursive: true, force: true });
+  }
+  const { text, below } = comparisonTable(measured, maxDrop);
+  process.stdout.write(`${text}\n\n`);
+  process.stdout.write(
+    below.length === 0
+      ? `No Idem first-execution or replay row is more than ${Math.round(maxDrop * 100)}% below ${rev}.\n`
+      : `${below.length} Idem first-execution or replay row(s) more than ${Math.round(maxDrop * 100)}% below ${rev}: ${below.join(', ')}\n`,
+  );
+}
+
 async function main(): Promise<void> {
   if (values.render) return render();
+  if (values.baseline !== undefined) return compare(values.baseline);
   const started = performance.now();
   const loadBefore = loadavg();
   const tmpRoot = mkdtempSync(join(tmpdir(), 'idem-bench-'));
