@@ -29,7 +29,9 @@ interface OtlpAttribute {
 
 interface OtlpSpan {
   name: string;
+  spanId: string;
   attributes: OtlpAttribute[];
+  links?: { spanId: string }[];
 }
 
 /** A loopback OTLP/HTTP receiver: keeps every POST /v1/traces and /v1/metrics body. */
@@ -127,6 +129,26 @@ describe('idem serve exports OTLP/HTTP JSON when OTEL_EXPORTER_OTLP_ENDPOINT is 
       expect(attribute(executed as OtlpSpan, 'gen_ai.tool.name')).toBe('create_note');
       expect(attribute(executed as OtlpSpan, 'mcp.method.name')).toBe('tools/call');
       expect(attribute(executed as OtlpSpan, 'idem.operation.id')).toBe(first.sc.operation_id);
+      // A durable call: the in-process worker's attempt is a span linked to the accepting call's.
+      const started = await callTool(client, 'start_deployment', {
+        workspace: 'default',
+        idempotency_key: `${KEY}-deploy`,
+        service: 'api',
+        version: '1.0.0',
+      });
+      expect(started.sc.status).toBe('accepted');
+      const named = (name: string) => spansOf(receiver.received).filter((s) => s.name === name);
+      await until(
+        () =>
+          named('tools/call start_deployment').length > 0 &&
+          named('idem.attempt start_deployment').length > 0,
+        'the start_deployment call and attempt spans',
+      );
+      const [accepting] = named('tools/call start_deployment');
+      const [attempt] = named('idem.attempt start_deployment');
+      expect(attribute(accepting as OtlpSpan, 'idem.outcome')).toBe('accepted');
+      expect(attribute(attempt as OtlpSpan, 'idem.operation.id')).toBe(started.sc.operation_id);
+      expect(attempt?.links?.map((link) => link.spanId)).toEqual([accepting?.spanId]);
       const traces = receiver.received.filter((r) => r.path === '/v1/traces');
       expect(traces.every((r) => r.contentType.startsWith('application/json'))).toBe(true);
       expect(traces.some((r) => r.text.includes('idem-e2e'))).toBe(true);
