@@ -1,4 +1,4 @@
-import { metrics, trace } from '@opentelemetry/api';
+import { diag, DiagLogLevel, metrics, trace } from '@opentelemetry/api';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
@@ -30,7 +30,8 @@ type Env = Readonly<Record<string, string | undefined>>;
  * `OTEL_RESOURCE_ATTRIBUTES` says otherwise. The payload is JSON (`http/json`): `http/protobuf` is
  * answered with JSON too (an OTLP/HTTP receiver takes both, by `Content-Type`), with a warning;
  * `grpc` is refused (CliError, exit 2). Metrics are exported every `OTEL_METRIC_EXPORT_INTERVAL` ms
- * (default 60000). Returns undefined, having started nothing, when nothing is asked for.
+ * (default 60000). The SDK's own warnings (a failed export) are logged as `otel.diag`. Returns
+ * undefined, having started nothing, when nothing is asked for.
  */
 export function startTelemetry(env: Env, serviceName: string, logger: Logger): RunningTelemetry | undefined {
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return undefined;
@@ -71,6 +72,13 @@ export function startTelemetry(env: Env, serviceName: string, logger: Logger): R
         ],
       })
     : undefined;
+  // The SDK's own warnings (an export that failed: receiver down, wrong URL) as log lines.
+  const note = (level: 'warn' | 'error') => (message: string) =>
+    logger[level]('otel.diag', { message: message.slice(0, 500) });
+  diag.setLogger(
+    { error: note('error'), warn: note('warn'), info: () => {}, debug: () => {}, verbose: () => {} },
+    { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
+  );
   if (tracerProvider !== undefined) trace.setGlobalTracerProvider(tracerProvider);
   if (meterProvider !== undefined) metrics.setGlobalMeterProvider(meterProvider);
   logger.info('otel.started', { traces: wantTraces, metrics: wantMetrics, service: serviceName });
