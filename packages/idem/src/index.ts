@@ -47,3 +47,7 @@ export type { CallOutcome, OutcomeStatus, OutcomeEvidence } from './executor/cal
 export type { EffectContext, EffectResult } from './executor/effect.js';
 export type { OutboxIntent } from './ports/receipt-store.js';
 export type { IdemStore } from './ports/idem-store.js';
+export {
+  observeWaitingOperations,
+  type ObserveWaitingOptions,
+} from './telemetry/observe-waiting-operations.js';

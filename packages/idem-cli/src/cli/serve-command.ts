@@ -1,5 +1,12 @@
 import { parseArgs } from 'node:util';
-import { DEFAULT_RETENTION_MS, jsonLogger, type Clock, storageCauseFields, type Logger } from 'idem';
+import {
+  DEFAULT_RETENTION_MS,
+  jsonLogger,
+  observeWaitingOperations,
+  type Clock,
+  storageCauseFields,
+  type Logger,
+} from 'idem';
 import { DEFAULT_TOMBSTONE_TTL_MS, type OperationsLedger, DEFAULT_SWEEP_MAX_DUTY } from 'idem/store';
 import { pruneCommandOutput } from 'idem/commands';
 import { FaultPoints } from 'idem/testing';
@@ -17,6 +24,7 @@ import { serveStdio } from '../server/stdio-server.js';
 import { startSweeper } from '../server/sweeper.js';
 import { TokenRegistry, type Grant } from '../server/token-registry.js';
 import { CliError } from './cli-error.js';
+import { startTelemetry } from './start-telemetry.js';
 import { durationOption, dutyOption, intOption } from './options.js';
 import { COMMAND_OPTIONS, commandHelp, commandSettings, prepareCommandOutput } from './command-options.js';
 
@@ -54,7 +62,8 @@ ${workHelp('without it an\nin-process demo provider is started')}
 ${commandHelp('Without it, no command tool is listed')}
   -h, --help                 show this help
 
-Durations take a unit: 500ms, 5s, 2m, 24h, 30d. Logs are JSON lines on stderr.`;
+Durations take a unit: 500ms, 5s, 2m, 24h, 30d. Logs are JSON lines on stderr. Spans and metrics
+are exported over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/operations.md).`;
 
 /**
  * `idem serve`: checks every flag (a mistake throws CliError, exit 2, before anything is opened),
@@ -122,6 +131,7 @@ export async function serveCommand(argv: string[], out: (text: string) => void):
 
   const faults = new FaultPoints();
   armTestFaults(faults, logger);
+  const telemetry = startTelemetry(process.env, 'idem', logger);
   // One command, nothing else to run: without --provider-url a demo provider runs in this process.
   const embedded =
     work.providerUrl === undefined
@@ -166,6 +176,7 @@ export async function serveCommand(argv: string[], out: (text: string) => void):
     await app.close();
     throw error;
   }
+  const stopObserving = telemetry?.metrics === true ? observeWaitingOperations(app.store) : () => undefined;
   if (commands !== undefined)
     logger.info('idem.commands', {
       commands: [...commands.handler.commands.keys()].join(','),
@@ -253,6 +264,9 @@ export async function serveCommand(argv: string[], out: (text: string) => void):
     await stopWork();
     await close();
     await embedded?.close();
+    // Before the store closes: the last collection reads it.
+    await telemetry?.shutdown();
+    stopObserving();
     await app.close();
     process.exit(0);
   };

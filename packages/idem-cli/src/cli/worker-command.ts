@@ -1,8 +1,9 @@
 import { parseArgs } from 'node:util';
-import { systemClock, DEFAULT_RETENTION_MS, jsonLogger } from 'idem';
+import { systemClock, DEFAULT_RETENTION_MS, jsonLogger, observeWaitingOperations } from 'idem';
 import { FaultPoints } from 'idem/testing';
 import { startBackgroundWork } from '../server/background-work.js';
 import { CliError } from './cli-error.js';
+import { startTelemetry } from './start-telemetry.js';
 import { armTestFaults } from './test-faults.js';
 import { durationOption } from './options.js';
 import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
@@ -22,7 +23,8 @@ ${workHelp('required')}
 ${commandHelp("Give the servers' file: this worker then runs their run_command\noperations (without it, none)")}
   -h, --help                 show this help
 
-Durations take a unit: 500ms, 5s, 2m, 24h, 30d. Logs are JSON lines on stderr.`;
+Durations take a unit: 500ms, 5s, 2m, 24h, 30d. Logs are JSON lines on stderr. Spans and metrics
+are exported over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/operations.md).`;
 
 /**
  * `idem worker`: checks every flag (a mistake throws CliError, exit 2, before the database is
@@ -50,8 +52,10 @@ export async function workerCommand(argv: string[], out: (text: string) => void)
   const logger = jsonLogger();
   const faults = new FaultPoints();
   armTestFaults(faults, logger);
+  const telemetry = startTelemetry(process.env, 'idem-worker', logger);
   const opened = await openStore(databaseSpec(values), { logger });
   const { store } = opened;
+  const stopObserving = telemetry?.metrics === true ? observeWaitingOperations(store) : () => undefined;
   try {
     prepareCommandOutput(commands);
   } catch (error) {
@@ -80,6 +84,8 @@ export async function workerCommand(argv: string[], out: (text: string) => void)
   const shutdown = async (signal: string) => {
     logger.info('idem.stopping', { signal });
     await stop();
+    await telemetry?.shutdown();
+    stopObserving();
     await opened.close();
     process.exit(0);
   };

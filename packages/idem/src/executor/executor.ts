@@ -108,6 +108,11 @@ export interface CallRequest<Args> extends SignalOption {
    * and what the fingerprint covers (all of it, or the operation's `fingerprint` selection).
    */
   readonly args: Args;
+  /**
+   * Where the request came from in a distributed trace: its W3C `traceparent` and `tracestate`
+   * (over MCP, the request's `_meta`), which the call's OpenTelemetry span continues. Never logged.
+   */
+  readonly traceContext?: Readonly<Record<string, unknown>>;
 }
 
 /** How an `Executor` is built: its store and authorization, and optionally clock, logger and waits. */
@@ -281,6 +286,7 @@ export class Executor<App> {
             : outcome.error.code,
           errorCode: outcome.ok ? undefined : outcome.error.code,
           durationMs: this.#clock.monotonic() - started,
+          traceContext: request.traceContext,
         },
         // An `unavailable` storage: the driver code and the file or server, never a body.
         outcome.ok

@@ -1,6 +1,7 @@
 import type { ErrorCode } from '../core/errors.js';
 import { intentDigest } from '../core/intent-digest.js';
 import type { LogFields, Logger } from '../core/logger.js';
+import { recordCall } from '../telemetry/record-call.js';
 import { jsonLine } from './json-logger.js';
 
 /** The event name of the one line every tool call logs. */
@@ -23,16 +24,23 @@ export interface CallLine {
   /** The error code when the call failed, which decides the level. */
   readonly errorCode?: ErrorCode | undefined;
   readonly durationMs: number;
+  /**
+   * The request's `_meta`, whose `traceparent` and `tracestate` the call's span continues
+   * (OpenTelemetry, `recordCall`); never logged.
+   */
+  readonly traceContext?: Readonly<Record<string, unknown>> | undefined;
 }
 
 /**
  * Writes the one `idem.call` line of a tool call: at `error` when it ended `internal` or
- * `unavailable` (something an operator must look at), else at `info`. `extra` carries what the
+ * `unavailable` (something an operator must look at), else at `info`; records its span and
+ * metrics (`recordCall`, a no-op without a registered OpenTelemetry provider). `extra` carries what the
  * caller adds for an error (its source, name, message and stack; storage cause fields), never an
  * argument value. Never throws: a logger that throws or rejects is reported on stderr
  * (`idem.log_failed`).
  */
 export function logCall(logger: Logger, line: CallLine, extra: LogFields = {}): void {
+  recordCall(line);
   const fields: LogFields = {
     attempt_id: line.attemptId,
     operation_id: line.operationId,

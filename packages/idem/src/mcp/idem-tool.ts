@@ -27,6 +27,11 @@ export interface ToolCallContext {
   readonly credentials?: Readonly<Record<string, unknown>>;
   /** Aborted when the client cancels or goes away; stops waiting, never undoes a committed effect. */
   readonly signal?: AbortSignal;
+  /**
+   * The request's `params._meta`: Idem reads only its W3C `traceparent` and `tracestate`, which
+   * the call's OpenTelemetry span continues.
+   */
+  readonly meta?: Readonly<Record<string, unknown>>;
 }
 
 /** MCP tool annotations as Idem sets them. */

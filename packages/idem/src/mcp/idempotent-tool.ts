@@ -187,7 +187,7 @@ function mutatingTool<App, Input extends ToolInput>(
     async handle(raw, context) {
       // A call the executor never sees still logs its one `idem.call` line; the executor logs the rest.
       const refuse = (error: IdemError) => {
-        const log = new ToolCallLog(executor.logger, label, context.principal);
+        const log = new ToolCallLog(executor.logger, label, context.principal, context.meta);
         const fields = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>) : {};
         if (workspaceField.safeParse(fields.workspace).success) log.workspace(fields.workspace);
         log.intent(fields.workspace, config.name, fields.idempotency_key);
@@ -209,6 +209,7 @@ function mutatingTool<App, Input extends ToolInput>(
         key,
         args: args as ToolArgs<Input>,
         ...(context.signal === undefined ? {} : { signal: context.signal }),
+        ...(context.meta === undefined ? {} : { traceContext: context.meta }),
       });
       const result = outcomeResult(outcome, names);
       executor.faults.hit('before_reply');

@@ -26,17 +26,20 @@ export function principalFromAuthInfo(authInfo: AuthInfoLike | undefined): strin
  * signal. `principal` is `principalFromAuthInfo(authInfo)`: `extra.principal`, or undefined (every
  * tool then answers `forbidden`) when it is missing, empty or not storable. `credentials` is the
  * whole `extra` as given (so `authorizeByGrant` sees the credential's own `workspaces`), left out
- * without one; `signal` is passed through, left out when undefined. It reads nothing else, never
- * the tool's arguments, and never throws. `registerIdemTool` (SDK v2 and 1.x) builds its context
- * with it; a framework of your own calls `tool.handle(args, toolCallContext(authInfo, signal))`.
+ * without one; `signal` and `meta` (the request's `params._meta`, whose `traceparent` the call's
+ * span continues) are passed through, left out when undefined. It reads nothing else, never the
+ * tool's arguments, and never throws. `registerIdemTool` (SDK v2 and 1.x) builds its context with
+ * it; a framework of your own calls `tool.handle(args, toolCallContext(authInfo, signal, meta))`.
  */
 export function toolCallContext(
   authInfo: AuthInfoLike | undefined,
   signal: AbortSignal | undefined,
+  meta?: Readonly<Record<string, unknown>>,
 ): ToolCallContext {
   return {
     principal: principalFromAuthInfo(authInfo),
     ...(authInfo?.extra === undefined ? {} : { credentials: authInfo.extra }),
     ...(signal === undefined ? {} : { signal }),
+    ...(meta === undefined ? {} : { meta }),
   };
 }

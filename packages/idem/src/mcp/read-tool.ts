@@ -66,7 +66,7 @@ export function readTool<Input extends ToolInput>(config: ReadToolConfig<Input>)
     outputSchema,
     annotations: { readOnlyHint: config.readOnly ?? true, idempotentHint: true },
     async handle(raw, context) {
-      const log = new ToolCallLog(logger, config.name, context.principal);
+      const log = new ToolCallLog(logger, config.name, context.principal, context.meta);
       const refuse = (error: IdemError, extra?: LogFields) => {
         log.end({ error, ...(extra === undefined ? {} : { extra }) });
         return toolResult(errorContent(error), true);

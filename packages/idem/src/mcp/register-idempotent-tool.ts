@@ -26,7 +26,8 @@ export function registerIdemTool(server: McpServer, tool: IdemTool): RegisteredT
       outputSchema: withCachedJsonSchema(tool.outputSchema),
       annotations: { ...tool.annotations },
     },
-    (args, ctx) => tool.handle(args, toolCallContext(ctx.http?.authInfo, ctx.mcpReq.signal)),
+    (args, ctx) =>
+      tool.handle(args, toolCallContext(ctx.http?.authInfo, ctx.mcpReq.signal, ctx.mcpReq._meta)),
   );
   noteRegisteredTool(server, tool.name);
   return registered;

@@ -26,11 +26,19 @@ export class ToolCallLog {
   #workspace: string | undefined;
   #intent: string | undefined;
   #operationId: string | undefined;
+  readonly #traceContext: Readonly<Record<string, unknown>> | undefined;
 
-  constructor(logger: Logger, tool: string, principal: string | undefined) {
+  /** `traceContext` is the request's `_meta` (see `ToolCallContext.meta`), which its span continues. */
+  constructor(
+    logger: Logger,
+    tool: string,
+    principal: string | undefined,
+    traceContext?: Readonly<Record<string, unknown>>,
+  ) {
     this.#logger = logger;
     this.#tool = tool;
     this.#principal = principal;
+    this.#traceContext = traceContext;
   }
 
   /** The workspace the call acts in, once it is a valid argument. */
@@ -65,6 +73,7 @@ export class ToolCallLog {
         outcome: failed ? result.error.code : result.outcome,
         errorCode: failed ? result.error.code : undefined,
         durationMs: systemClock.monotonic() - this.#started,
+        traceContext: this.#traceContext,
       },
       failed ? result.extra : undefined,
     );

@@ -6,6 +6,7 @@ import type { OperationRecord } from '../core/operation-record.js';
 import { attemptTimeout, minAttempt, planRetry, type RetryPolicy } from '../core/retry-policy.js';
 import type { OperationsLedger } from '../ports/operations-ledger.js';
 import { startAttempt, transition } from './ledger-transitions.js';
+import { recordAttempt } from '../telemetry/record-attempt.js';
 import { attemptHistory, NOT_SENT, type AttemptHistory } from './attempt-history.js';
 import { CancelWatch } from './cancel-watch.js';
 import { fittedApplied, fittedEvidence } from './declared-fields.js';
@@ -198,6 +199,15 @@ export class OperationProcessor {
       outcome: outcome.kind,
       detail,
       duration_ms: Math.round(clock.monotonic() - t0),
+    });
+    recordAttempt({
+      operation: started.identity.operation,
+      version: started.identity.version,
+      operationId: started.operationId,
+      attemptId,
+      attempt: started.attemptCount,
+      outcome: outcome.kind,
+      durationMs: clock.monotonic() - t0,
     });
     const finish = (result: string) =>
       ledger.finishAttempt(attemptId, { endedAt: clock.now(), outcome: result, detail });

@@ -40,7 +40,8 @@ export function registerIdemTool(server: McpServer, tool: IdemTool): RegisteredT
       outputSchema: tool.outputSchema,
       annotations: { ...tool.annotations },
     },
-    (args: unknown, extra: RequestExtra) => tool.handle(args, toolCallContext(extra.authInfo, extra.signal)),
+    (args: unknown, extra: RequestExtra) =>
+      tool.handle(args, toolCallContext(extra.authInfo, extra.signal, extra._meta)),
   );
   noteRegisteredTool(server, tool.name);
   return registered;
