@@ -10,13 +10,15 @@ function recording(): { logger: Logger; events: string[] } {
 }
 
 describe('startTelemetry: what the OpenTelemetry environment asks for', () => {
-  it('starts nothing without an OTLP endpoint, or when disabled', () => {
-    expect(startTelemetry({}, 'idem', silentLogger)).toBeUndefined();
-    expect(startTelemetry({ OTEL_SERVICE_NAME: 'x' }, 'idem', silentLogger)).toBeUndefined();
+  it('starts nothing without an OTLP endpoint, or when disabled', async () => {
+    expect(await startTelemetry({}, 'idem', silentLogger)).toBeUndefined();
+    expect(await startTelemetry({ OTEL_SERVICE_NAME: 'x' }, 'idem', silentLogger)).toBeUndefined();
     const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' };
-    expect(startTelemetry({ ...endpoint, OTEL_SDK_DISABLED: 'true' }, 'idem', silentLogger)).toBeUndefined();
     expect(
-      startTelemetry(
+      await startTelemetry({ ...endpoint, OTEL_SDK_DISABLED: 'true' }, 'idem', silentLogger),
+    ).toBeUndefined();
+    expect(
+      await startTelemetry(
         { ...endpoint, OTEL_TRACES_EXPORTER: 'none', OTEL_METRICS_EXPORTER: 'none' },
         'idem',
         silentLogger,
@@ -24,7 +26,7 @@ describe('startTelemetry: what the OpenTelemetry environment asks for', () => {
     ).toBeUndefined();
   });
 
-  it('refuses grpc before starting anything (exit 2)', () => {
+  it('refuses grpc before starting anything (exit 2)', async () => {
     const { logger, events } = recording();
     const start = () =>
       startTelemetry(
@@ -32,8 +34,8 @@ describe('startTelemetry: what the OpenTelemetry environment asks for', () => {
         'idem',
         logger,
       );
-    expect(start).toThrow(CliError);
-    expect(start).toThrow(/http\/json/);
+    await expect(start()).rejects.toThrow(CliError);
+    await expect(start()).rejects.toThrow(/http\/json/);
     expect(events).not.toContain('otel.started');
   });
 });

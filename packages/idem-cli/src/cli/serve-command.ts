@@ -131,7 +131,7 @@ export async function serveCommand(argv: string[], out: (text: string) => void):
 
   const faults = new FaultPoints();
   armTestFaults(faults, logger);
-  const telemetry = startTelemetry(process.env, 'idem', logger);
+  const telemetry = await startTelemetry(process.env, 'idem', logger);
   // One command, nothing else to run: without --provider-url a demo provider runs in this process.
   const embedded =
     work.providerUrl === undefined

@@ -52,7 +52,7 @@ export async function workerCommand(argv: string[], out: (text: string) => void)
   const logger = jsonLogger();
   const faults = new FaultPoints();
   armTestFaults(faults, logger);
-  const telemetry = startTelemetry(process.env, 'idem-worker', logger);
+  const telemetry = await startTelemetry(process.env, 'idem-worker', logger);
   const opened = await openStore(databaseSpec(values), { logger });
   const { store } = opened;
   const stopObserving = telemetry?.metrics === true ? observeWaitingOperations(store) : () => undefined;
