@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { OperationIdentity } from '../../core/operation-identity.js';
 import { identityParams, OPERATION_COLUMNS } from '../operation-rows.js';
 import { recordArm, TOMBSTONE_ARM } from '../sql/found-row.js';
@@ -28,10 +28,11 @@ function keyWhere(first: number, key: number): string {
  */
 export function identityLockKey(identity: OperationIdentity): bigint {
   const [principal, workspace, operation, , key] = identityParams(identity);
-  return createHash('sha256')
-    .update(JSON.stringify(['key', principal, workspace, operation, key]))
-    .digest()
-    .readBigInt64BE(0);
+  return hash(
+    'sha256',
+    JSON.stringify(['key', principal, workspace, operation, key]),
+    'buffer',
+  ).readBigInt64BE(0);
 }
 
 /**
