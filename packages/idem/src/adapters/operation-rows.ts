@@ -92,13 +92,6 @@ export const OPERATION_COLUMNS = [
   'audit_json',
 ] as const;
 
-/** The row whose values are in OPERATION_COLUMNS order (a statement read in raw mode). */
-export function operationRowOf(values: readonly unknown[]): OperationRow {
-  const row: Record<string, unknown> = {};
-  for (let i = 0; i < OPERATION_COLUMNS.length; i += 1) row[OPERATION_COLUMNS[i] as string] = values[i];
-  return row as unknown as OperationRow;
-}
-
 export function identityParams(identity: OperationIdentity): [string, string, string, number, string] {
   return [identity.principal, identity.workspace, identity.operation, identity.version, identity.key];
 }

@@ -1,10 +1,10 @@
 import { IdemError } from './errors.js';
 import { operationLabel, type OperationIdentity } from './operation-identity.js';
-import type { Existing, Receipt } from './receipt.js';
+import type { Existing, ReceiptView } from './receipt.js';
 
 export type Decision =
   | { readonly kind: 'execute' }
-  | { readonly kind: 'replay'; readonly receipt: Receipt }
+  | { readonly kind: 'replay'; readonly receipt: ReceiptView }
   | { readonly kind: 'reject'; readonly error: IdemError };
 
 /**

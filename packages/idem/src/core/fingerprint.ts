@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { IdemError } from './errors.js';
 
@@ -18,9 +18,12 @@ export function canonicalArguments(args: Record<string, unknown>): string {
   return text;
 }
 
-/** SHA-256 (hex) of the canonical arguments: what a receipt and a tombstone keep of the request. */
+/**
+ * SHA-256 (hex) of the canonical arguments (UTF-8): what a receipt and a tombstone keep of the
+ * request. One-shot `hash`: the same digest as a `Hash` object, at a fraction of its cost per call.
+ */
 export function fingerprint(args: Record<string, unknown>): string {
-  return createHash('sha256').update(canonicalArguments(args)).digest('hex');
+  return hash('sha256', canonicalArguments(args), 'hex');
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { OperationIdentity } from './operation-identity.js';
 
 /** Characters of an intent digest: 128 bits of SHA-256, base64url without padding. */
@@ -23,5 +23,6 @@ export function intentDigest(
     identity.operation,
     identity.key,
   ]);
-  return createHash('sha256').update(canonical, 'utf8').digest('base64url').slice(0, INTENT_DIGEST_LENGTH);
+  // One-shot `hash` (UTF-8): the same digest as a `Hash` object, at a fraction of its cost per call.
+  return hash('sha256', canonical, 'base64url').slice(0, INTENT_DIGEST_LENGTH);
 }

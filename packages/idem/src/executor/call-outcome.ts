@@ -1,6 +1,6 @@
 import { ERROR_CODES, IdemError, type ErrorCode, type NextStep } from '../core/errors.js';
 import type { JsonObject } from '../core/json.js';
-import type { OperationRecord } from '../core/operation-record.js';
+import type { ReceiptView } from '../core/receipt.js';
 
 /** The `status` a caller sees when it differs from what the error code implies. */
 export type OutcomeStatus = 'running' | 'failed' | 'outcome_unknown';
@@ -46,7 +46,7 @@ export interface OutcomeEvidence {
  * uncertain operation carries a `nextStep` (and its id) instead of a sentence; the MCP layer words it
  * with its own tool names (src/mcp/follow-up.ts), so nothing here names a tool or a command.
  */
-export function outcomeOf(record: OperationRecord, replayed: boolean, attemptId: string): CallOutcome {
+export function outcomeOf(record: ReceiptView, replayed: boolean, attemptId: string): CallOutcome {
   const operationId = record.operationId;
   switch (record.status) {
     case 'succeeded':
@@ -135,7 +135,7 @@ export function outcomeOf(record: OperationRecord, replayed: boolean, attemptId:
   }
 }
 
-function evidenceOf(record: OperationRecord): OutcomeEvidence {
+function evidenceOf(record: ReceiptView): OutcomeEvidence {
   return {
     attempts: record.attemptCount,
     ...(record.result === undefined ? {} : { result: record.result }),

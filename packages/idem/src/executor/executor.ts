@@ -15,7 +15,7 @@ import { unstorablePrincipalError } from '../core/unstorable-text.js';
 import type { JsonObject } from '../core/json.js';
 import type { LogFields, Logger } from '../core/logger.js';
 import { operationLabel, validateOperationName, type OperationIdentity } from '../core/operation-identity.js';
-import type { OperationRecord } from '../core/operation-record.js';
+import type { ReceiptView } from '../core/receipt.js';
 import { isActive } from '../core/operation-state.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
 import type { IdemStore } from '../ports/idem-store.js';
@@ -237,8 +237,8 @@ export class Executor<App> {
   }
 
   /** Waits (within the bound) for an unfinished operation, then reports what it is now. */
-  async #settle(record: OperationRecord, attemptId: string, signal?: AbortSignal): Promise<CallOutcome> {
-    let current = record;
+  async #settle(record: ReceiptView, attemptId: string, signal?: AbortSignal): Promise<CallOutcome> {
+    let current: ReceiptView = record;
     const started = this.#clock.monotonic();
     let pause = 25;
     while (isActive(current.status) && this.#clock.monotonic() - started < this.#waitMs) {

@@ -42,7 +42,9 @@ export interface ReceiptTransaction<Tx> {
    * MUST return the committed or this transaction's record or tombstone of the identity's key
    * (principal, workspace, operation, key) in ANY version of the operation, if any: where several
    * versions hold it, the identity's own version wins, else the oldest (a record before a tombstone
-   * of the same version). A tombstone's `identity` carries its own version.
+   * of the same version). A tombstone's `identity` carries its own version. Of a record, MUST
+   * return at least its `ReceiptView` fields as stored (its identity with the version that holds the
+   * key); MAY return the whole record (the SQL stores read only those columns).
    */
   find(): MaybePromise<Existing | undefined>;
   /**
@@ -70,10 +72,12 @@ export interface ReceiptTransactionOptions extends SignalOption {
 export interface ReceiptStore<Tx> {
   readonly capabilities: ReceiptCapabilities;
   /**
-   * SHOULD read without taking the write lock; MUST see committed data only. MUST return the record
-   * or the tombstone of `identity`'s key in ANY version of the operation, if any, chosen as `find`
-   * chooses (the identity's own version, else the oldest): a key never runs again under another
-   * version (see `decide`).
+   * SHOULD read without taking the write lock; MUST see committed data only, read from the storage
+   * on every call (never an answer kept from an earlier one: an operator's resolution or correction
+   * committed before the call is what it returns). MUST return the record or the tombstone of
+   * `identity`'s key in ANY version of the operation, if any, chosen as `find` chooses (the
+   * identity's own version, else the oldest), a record with at least its `ReceiptView` fields as `find`
+   * returns it: a key never runs again under another version (see `decide`).
    */
   lookup(identity: OperationIdentity, options?: SignalOption): Promise<Existing | undefined>;
   /**

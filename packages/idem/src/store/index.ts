@@ -9,7 +9,7 @@ export * from '../ports/index.js';
 export type { MaybePromise, SignalOption } from '../ports/maybe-async.js';
 export { storageCauseOf, type StorageCause } from '../core/errors.js';
 export type { Scope, OperationIdentity } from '../core/operation-identity.js';
-export type { Receipt, Tombstone, Existing } from '../core/receipt.js';
+export type { Receipt, ReceiptView, Tombstone, Existing } from '../core/receipt.js';
 export type {
   OperationRecord,
   OperationError,

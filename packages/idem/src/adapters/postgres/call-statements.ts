@@ -1,6 +1,7 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { OperationIdentity } from '../../core/operation-identity.js';
 import { identityParams, OPERATION_COLUMNS } from '../operation-rows.js';
+import { recordArm, TOMBSTONE_ARM } from '../sql/found-row.js';
 import type { PgQueryConfig } from './postgres-pool.js';
 
 /** The identity's columns, in the order of `identityParams` (and of the primary keys). */
@@ -27,10 +28,11 @@ function keyWhere(first: number, key: number): string {
  */
 export function identityLockKey(identity: OperationIdentity): bigint {
   const [principal, workspace, operation, , key] = identityParams(identity);
-  return createHash('sha256')
-    .update(JSON.stringify(['key', principal, workspace, operation, key]))
-    .digest()
-    .readBigInt64BE(0);
+  return hash(
+    'sha256',
+    JSON.stringify(['key', principal, workspace, operation, key]),
+    'buffer',
+  ).readBigInt64BE(0);
 }
 
 /**
@@ -40,7 +42,8 @@ export function identityLockKey(identity: OperationIdentity): bigint {
 export interface CallStatements {
   /**
    * The record or tombstone of the key in any version of its operation (parameters: the identity):
-   * the identity's own version wins, else the oldest, and a record before a tombstone.
+   * the identity's own version wins, else the oldest, and a record before a tombstone. Reads only
+   * FOUND_COLUMNS (what a call decides on and answers with), never the whole record.
    */
   find: PgQueryConfig;
   upsert: PgQueryConfig;
@@ -56,17 +59,21 @@ export interface CallStatements {
  * The statements every call sends, each with a name (a connection without prepared statements
  * sends them unnamed; see PostgresConnection). The names carry a version: a statement whose text
  * changes must get a new name, since node-postgres refuses one name for two texts on a connection.
- * Their result types never depend on the table's columns (`row_to_json`, or no rows), so a
+ * Their result types never depend on the table's set of columns (named columns, or no rows), so a
  * migration that adds a column cannot invalidate a plan cached on a live connection.
  */
 export function callStatements(): CallStatements {
-  const find = `SELECT source, data FROM (
-       SELECT 'operation' AS source, row_to_json(o)::text AS data, o.version, 0 AS arm
-       FROM idem_operations o WHERE ${keyWhere(1, 5)}
-       UNION ALL
-       SELECT 'tombstone', row_to_json(t)::text, t.version, 1
-       FROM idem_tombstones t WHERE ${keyWhere(1, 5)}) found
-     ORDER BY version <> $4, version, arm
+  // The own version's record by its primary key first: a replay ends there (the Append under
+  // LIMIT 1 never starts its second branch); else both tables over every version.
+  const find = `(SELECT ${recordArm('NULL::bigint')} FROM idem_operations
+       WHERE principal = $1 AND workspace = $2 AND operation = $3 AND version = $4 AND idem_key = $5)
+     UNION ALL
+     (SELECT * FROM (
+         SELECT ${recordArm('NULL::bigint')} FROM idem_operations WHERE ${keyWhere(1, 5)}
+         UNION ALL
+         SELECT ${TOMBSTONE_ARM} FROM idem_tombstones WHERE ${keyWhere(1, 5)}) found
+       ORDER BY version <> $4, version, arm
+       LIMIT 1)
      LIMIT 1`;
   // The record's own parameters: $1 is operation_id, the identity follows (OPERATION_COLUMNS).
   const insertNew = `WITH inserted AS (
@@ -76,7 +83,7 @@ export function callStatements(): CallStatements {
      SELECT (SELECT count(*) FROM inserted)::int AS inserted,
        EXISTS (SELECT 1 FROM idem_tombstones WHERE ${keyWhere(2, 6)}) AS tombstoned`;
   return {
-    find: { name: 'idem_find_v2', text: find },
+    find: { name: 'idem_find_v3', text: find },
     upsert: { name: 'idem_upsert_v2', text: UPSERT },
     insertNew: { name: 'idem_insert_new_v3', text: insertNew },
   };

@@ -37,7 +37,10 @@ export interface SqlConnection {
  * each dialect writes them in its own words; every other statement is shared.
  */
 export interface CallSql {
-  /** The record or tombstone of the identity's key in any version (see ReceiptTransaction.find). */
+  /**
+   * The record or tombstone of the identity's key in any version (see ReceiptTransaction.find): of
+   * a record, its `ReceiptView` fields. Idem's dialects read only those columns (FOUND_COLUMNS).
+   */
   find(conn: SqlConnection, identity: OperationIdentity): MaybePromise<Existing | undefined>;
   /** Insert or replace the record of `identity`. */
   upsert(conn: SqlConnection, record: OperationRecord): MaybePromise<void>;

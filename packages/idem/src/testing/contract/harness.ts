@@ -4,6 +4,7 @@ import type { Clock } from '../../core/clock.js';
 import type { JsonObject } from '../../core/json.js';
 import type { OperationIdentity } from '../../core/operation-identity.js';
 import type { OperationRecord } from '../../core/operation-record.js';
+import { receiptViewOf, type Existing } from '../../core/receipt.js';
 import type { OperationState } from '../../core/operation-state.js';
 import { run, step, type Steps } from '../../core/steps.js';
 import {
@@ -89,6 +90,24 @@ export function strip(value: unknown): unknown {
 /** Deep equality, where an undefined field equals an absent one. */
 export function same(actual: unknown, expected: unknown, message?: string): void {
   assert.deepEqual(strip(actual), strip(expected), message);
+}
+
+/**
+ * What `lookup` or `find` returned is `expected`: a tombstone field for field, a record's `ReceiptView`
+ * fields (the store MAY return the rest of the record; nothing else is compared).
+ */
+export function sameExisting(
+  actual: Existing | undefined,
+  expected: Existing | undefined,
+  message?: string,
+): void {
+  same(existingView(actual), existingView(expected), message);
+}
+
+function existingView(existing: Existing | undefined): unknown {
+  return existing?.kind === 'receipt'
+    ? { kind: 'receipt', receipt: receiptViewOf(existing.receipt) }
+    : existing;
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   receiptRecord,
   rejectsWithCode,
   same,
+  sameExisting,
   type Harness,
 } from './harness.js';
 import { claimMessages as claim, commitReceipt, intent, type Case } from './receipt-cases.js';
@@ -69,7 +70,7 @@ export function housekeepingCases<Tx>(): Array<Case<Tx>> {
           (await h.store.ledger.list()).map((r) => r.operationId),
           [pending.operationId],
         );
-        same(await h.store.receipts.lookup(done.identity), {
+        sameExisting(await h.store.receipts.lookup(done.identity), {
           kind: 'tombstone',
           tombstone: {
             identity: done.identity,

@@ -10,6 +10,7 @@ import {
   identity,
   receiptRecord,
   same,
+  sameExisting,
   turn,
   type Harness,
   type StoreContractFactory,
@@ -87,7 +88,7 @@ export function receiptCases<Tx>(factory: StoreContractFactory<Tx>): Array<Case<
           return 'answer';
         });
         assert.equal(answer, 'answer', 'the body result is the transaction result');
-        same(await h.store.receipts.lookup(identity(key)), { kind: 'receipt', receipt: record });
+        sameExisting(await h.store.receipts.lookup(identity(key)), { kind: 'receipt', receipt: record });
         same(await h.store.ledger.get(record.operationId), record);
         assert.equal(await h.t.countRows(), 1);
         const messages = await claimMessages(h, 'd1');
@@ -255,8 +256,8 @@ export function receiptCases<Tx>(factory: StoreContractFactory<Tx>): Array<Case<
           yield* step(tx.put(again, existing));
           return existing;
         });
-        same(previous, tombstone, 'find() returned the tombstone');
-        same(await h.store.receipts.lookup(identity(key)), { kind: 'receipt', receipt: again });
+        sameExisting(previous, tombstone, 'find() returned the tombstone');
+        sameExisting(await h.store.receipts.lookup(identity(key)), { kind: 'receipt', receipt: again });
         h.advance(2 * DAY);
         same(await h.store.housekeeping.sweep({ now: h.now, tombstoneTtlMs: DAY, batchSize: 10 }), {
           tombstoned: 0,
@@ -300,7 +301,7 @@ export function receiptCases<Tx>(factory: StoreContractFactory<Tx>): Array<Case<
         await h.transact('fresh', function* (tx) {
           yield* step(tx.put(fresh, 'absent'));
         });
-        same(await h.store.receipts.lookup(identity('fresh')), { kind: 'receipt', receipt: fresh });
+        sameExisting(await h.store.receipts.lookup(identity('fresh')), { kind: 'receipt', receipt: fresh });
         const expiring = await h.put(receiptRecord('expiring', h.now, HOUR));
         h.advance(HOUR);
         await h.store.housekeeping.sweep({ now: h.now, tombstoneTtlMs: DAY, batchSize: 10 });
@@ -314,7 +315,7 @@ export function receiptCases<Tx>(factory: StoreContractFactory<Tx>): Array<Case<
             (error) => error instanceof ReceiptRace || (error as Error).name === 'ReceiptRace',
             key,
           );
-          same(await h.store.receipts.lookup(identity(key)), before, key);
+          sameExisting(await h.store.receipts.lookup(identity(key)), before, key);
         }
         assert.equal(expiring.identity.key, 'expiring');
         assert.equal(await h.t.countRows(), 0);

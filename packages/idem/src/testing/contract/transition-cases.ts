@@ -22,6 +22,7 @@ import {
   matches,
   rejectsWithCode,
   same,
+  sameExisting,
   type Harness,
 } from './harness.js';
 import type { Case } from './receipt-cases.js';
@@ -345,6 +346,11 @@ function resolveCases<Tx>(resolveAs: ResolveAs<Tx>): Array<Case<Tx>> {
       'resolve: settles outcome_unknown as succeeded (who, when, resource); lookup then answers the settled result',
       async (h) => {
         const op = await h.finalOp('outcome_unknown');
+        // Looked up before: the next lookup reads the resolution, never this answer again.
+        sameExisting(await h.store.receipts.lookup(identity('deploy-outcome_unknown')), {
+          kind: 'receipt',
+          receipt: defined(await h.get(op.operationId), 'the record'),
+        });
         h.advance(HOUR);
         const now = h.now;
         const resolved = defined(
@@ -363,7 +369,7 @@ function resolveCases<Tx>(resolveAs: ResolveAs<Tx>): Array<Case<Tx>> {
         });
         assert.equal(resolved.result?.resource_id, 'dep-found');
         same(await h.get(op.operationId), resolved);
-        same(await h.store.receipts.lookup(identity('deploy-outcome_unknown')), {
+        sameExisting(await h.store.receipts.lookup(identity('deploy-outcome_unknown')), {
           kind: 'receipt',
           receipt: resolved,
         });
@@ -456,6 +462,11 @@ function resolveCases<Tx>(resolveAs: ResolveAs<Tx>): Array<Case<Tx>> {
       `resolve: corrects ${state} to succeeded with correct: true, recording who, when, the state before and why`,
       async (h) => {
         const op = await h.finalOp(state);
+        // Looked up before: the next lookup reads the correction, never this answer again.
+        sameExisting(await h.store.receipts.lookup(identity(`deploy-${state}`)), {
+          kind: 'receipt',
+          receipt: defined(await h.get(op.operationId), 'the record'),
+        });
         h.advance(2 * HOUR);
         const now = h.now;
         const corrected = defined(
@@ -501,7 +512,7 @@ function resolveCases<Tx>(resolveAs: ResolveAs<Tx>): Array<Case<Tx>> {
         ]);
         same(await h.get(op.operationId), corrected);
         same(await h.store.ledger.list({ status: 'succeeded' }), [corrected]);
-        same(await h.store.receipts.lookup(identity(`deploy-${state}`)), {
+        sameExisting(await h.store.receipts.lookup(identity(`deploy-${state}`)), {
           kind: 'receipt',
           receipt: corrected,
         });
