@@ -4,6 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildExamples, startExample } from '../helpers/example-fixtures.js';
 import { callTool, cleanup, closeQuietly, connectHttp, freePort } from '../helpers/mcp-fixtures.js';
+import { connectWhenReady } from '../helpers/connect-when-ready.js';
 import { expectEveryRowPassed, runBuiltCheck } from '../helpers/built-check.js';
 import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 
@@ -45,19 +46,13 @@ describe.runIf(postgresAvailable)('guide example mcp-handler (Node, PostgreSQL, 
       PORT: String(port),
       TICKETS_TOKENS: JSON.stringify(TOKENS),
     });
-    // The example prints nothing when it listens: connect until it answers (bounded, 30 s).
-    for (const deadline = Date.now() + 30_000; ;) {
-      const client = await connectHttp(url, ALICE).catch((error: unknown) => {
-        if (Date.now() > deadline || server.proc.exitCode !== null) {
-          throw new Error(`the mcp-handler example did not start: ${String(error)}\n${server.stderr()}`);
-        }
-        return new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 100));
-      });
-      if (client !== undefined) {
-        alice = client;
-        break;
-      }
-    }
+    alice = await connectWhenReady(
+      url,
+      ALICE,
+      'the mcp-handler example',
+      () => server.proc.exitCode !== null,
+      server.stderr,
+    );
     clients.push(alice);
     bob = await connectHttp(url, BOB);
     clients.push(bob);

@@ -31,6 +31,7 @@ import {
   freePort,
   track,
 } from '../helpers/mcp-fixtures.js';
+import { connectWhenReady } from '../helpers/connect-when-ready.js';
 import { expectEveryRowPassed, runBuiltCheck } from '../helpers/built-check.js';
 
 // examples/xmcp: an xmcp 1.1 app whose tool file is made by `xmcpTool` (idem/xmcp), built with
@@ -130,18 +131,13 @@ describe('guide example xmcp (xmcp build, SQLite, middleware auth)', () => {
     let stderr = '';
     server.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     url = `http://127.0.0.1:${port}/mcp`;
-    for (const deadline = Date.now() + 30_000; ;) {
-      const client = await connectHttp(url, ALICE).catch((error: unknown) => {
-        if (Date.now() > deadline || server.exitCode !== null) {
-          throw new Error(`the xmcp example did not start: ${String(error)}\n${stderr}`);
-        }
-        return new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 100));
-      });
-      if (client !== undefined) {
-        alice = client;
-        break;
-      }
-    }
+    alice = await connectWhenReady(
+      url,
+      ALICE,
+      'the xmcp example',
+      () => server.exitCode !== null,
+      () => stderr,
+    );
     clients.push(alice);
     bob = await connectHttp(url, BOB);
     clients.push(bob);
