@@ -36,6 +36,7 @@ import {
   type Results,
   type RunMeta,
 } from './lib/report.js';
+import { NAIVE_SPLIT, naiveTable } from './lib/naive-table.js';
 import { renderChart } from './lib/svg.js';
 import { evaluate, targets, type TargetResult } from './lib/targets.js';
 import type { RowResult } from './lib/types.js';
@@ -484,6 +485,12 @@ function docsMarkdown(results: Results): string {
     targetsTable(results),
     '',
     ...missedSummary(results),
+    '',
+    '## Against the naive idempotent transaction',
+    '',
+    ...naiveTable(results.rows),
+    '',
+    ...NAIVE_SPLIT,
     '',
     '## What is compared',
     '',

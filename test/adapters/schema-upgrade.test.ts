@@ -68,6 +68,8 @@ function oldRows(now: number): Row[] {
 interface Opened {
   readonly store: IdemStore<unknown>;
   version(): Promise<number>;
+  /** The primary key's columns of `table`, in order, and the names of its other indexes. */
+  keys(table: string): Promise<{ primaryKey: string[]; indexes: string[] }>;
   close(): Promise<void>;
 }
 
@@ -95,6 +97,23 @@ const engines: OldDatabase[] = [
       return {
         store,
         version: async () => Number(db.pragma('user_version', { simple: true })),
+        keys: async (table) => {
+          const columns = db.prepare(`SELECT name, pk FROM pragma_table_info('${table}')`).all() as {
+            name: string;
+            pk: number;
+          }[];
+          const indexes = db.prepare(`SELECT name, origin FROM pragma_index_list('${table}')`).all() as {
+            name: string;
+            origin: string;
+          }[];
+          return {
+            primaryKey: columns
+              .filter((c) => c.pk > 0)
+              .sort((a, b) => a.pk - b.pk)
+              .map((c) => c.name),
+            indexes: indexes.filter((i) => i.origin === 'c').map((i) => i.name),
+          };
+        },
         close: () => store.close(),
       };
     },
@@ -125,6 +144,24 @@ const engines: OldDatabase[] = [
                   (await pool.query<{ v: number }>('SELECT max(version) AS v FROM idem_schema_migrations'))
                     .rows[0]?.v,
                 ),
+              keys: async (table: string) => {
+                const pk = await pool.query<{ name: string }>(
+                  `SELECT a.attname AS name FROM pg_index i
+                     CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
+                     JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+                   WHERE i.indrelid = $1::regclass AND i.indisprimary ORDER BY k.n`,
+                  [table],
+                );
+                const indexes = await pool.query<{ name: string }>(
+                  `SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                   WHERE i.indrelid = $1::regclass AND NOT i.indisprimary AND NOT i.indisunique`,
+                  [table],
+                );
+                return {
+                  primaryKey: pk.rows.map((r) => r.name),
+                  indexes: indexes.rows.map((r) => r.name).sort(),
+                };
+              },
               close: async () => {
                 await store.close();
                 await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
@@ -200,12 +237,39 @@ for (const engine of engines) {
       expect(swept.outboxDeleted).toBe(1);
     });
 
+    it('migrates to primary keys in key order, one index fewer, and keeps finding every version of a key', async () => {
+      const clock = new FakeClock();
+      const opened = await engine.open(
+        clock,
+        `INSERT INTO idem_tombstones (principal, workspace, operation, version, idem_key, fingerprint,
+           receipt_expired_at, expires_at) VALUES ('alice', 'ws-1', 'start_deployment', 1, 'gone', 'f', 1, 9999999999999)`,
+      );
+      onTestFinished(() => opened.close());
+      const keyOrder = ['principal', 'workspace', 'operation', 'idem_key', 'version'];
+      for (const table of ['idem_operations', 'idem_tombstones']) {
+        const { primaryKey, indexes } = await opened.keys(table);
+        expect(primaryKey).toEqual(keyOrder);
+        expect(indexes).not.toContain(`${table}_key`);
+        expect(indexes).toContain(`${table}_expires_at`);
+      }
+      const identity = { principal: 'alice', workspace: 'ws-1', operation: 'start_deployment' };
+      const at2 = await opened.store.receipts.lookup({ ...identity, version: 2, key: 'deploy-old' });
+      expect(at2?.kind === 'receipt' ? at2.receipt.operationId : at2?.kind).toBe(OPERATION_ID);
+      const gone = await opened.store.receipts.lookup({ ...identity, version: 1, key: 'gone' });
+      expect(gone?.kind).toBe('tombstone');
+      // A call with the old key answers from its record (found through the new primary key).
+      const again = await callStart(durableExecutor(opened.store, { clock }), { key: 'deploy-old' });
+      // Its record failed: the call reports that record, and nothing new is written.
+      expect(again.ok ? again.operationId : again.error.operationId).toBe(OPERATION_ID);
+      expect((await opened.store.ledger.list()).length).toBe(1);
+    });
+
     it('migrates a database that already has one of the new columns', async () => {
       const clock = new FakeClock();
       const column = engine.name === 'sqlite' ? 'INTEGER' : 'BIGINT';
-      // The schema before the migration that added dead_at (SQLite's 3rd, PostgreSQL's 2nd): two
-      // versions back on both.
-      const opened = await engine.open(clock, `ALTER TABLE idem_outbox ADD COLUMN dead_at ${column}`, 2);
+      // The schema before the migration that added dead_at (SQLite's 3rd of 5, PostgreSQL's 2nd of
+      // 4): three versions back on both.
+      const opened = await engine.open(clock, `ALTER TABLE idem_outbox ADD COLUMN dead_at ${column}`, 3);
       onTestFinished(() => opened.close());
       expect(await opened.version()).toBe(
         engine.name === 'sqlite' ? SQLITE_SCHEMA_VERSION : POSTGRES_SCHEMA_VERSION,

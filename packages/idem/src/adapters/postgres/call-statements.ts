@@ -4,7 +4,7 @@ import { identityParams, OPERATION_COLUMNS } from '../operation-rows.js';
 import { recordArm, TOMBSTONE_ARM } from '../sql/found-row.js';
 import type { PgQueryConfig } from './postgres-pool.js';
 
-/** The identity's columns, in the order of `identityParams` (and of the primary keys). */
+/** The identity's columns, in the order of `identityParams` (ON CONFLICT names the primary key by its columns, in any order). */
 const PK_COLUMNS: readonly string[] = ['principal', 'workspace', 'operation', 'version', 'idem_key'];
 
 const COLUMNS = OPERATION_COLUMNS.join(', ');

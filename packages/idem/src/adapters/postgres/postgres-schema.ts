@@ -92,6 +92,21 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX IF NOT EXISTS idem_operations_key ON idem_operations (principal, workspace, operation, idem_key, version);
   CREATE INDEX IF NOT EXISTS idem_tombstones_key ON idem_tombstones (principal, workspace, operation, idem_key, version);
   `,
+  // 4: the primary keys in the order of the key index of 3 (principal, workspace, operation,
+  // idem_key, version): the same columns, so the same uniqueness, and one index serves both the
+  // identity (the own version, ON CONFLICT) and the key in every version. Each first execution
+  // then maintains one B-tree fewer (issue 27: its WAL was 2.1x the naive transaction's). Rebuilds
+  // the two primary keys once, holding the tables' locks while it does.
+  `
+  ALTER TABLE idem_operations DROP CONSTRAINT idem_operations_pkey;
+  DROP INDEX IF EXISTS idem_operations_key;
+  ALTER TABLE idem_operations ADD CONSTRAINT idem_operations_pkey
+    PRIMARY KEY (principal, workspace, operation, idem_key, version);
+  ALTER TABLE idem_tombstones DROP CONSTRAINT idem_tombstones_pkey;
+  DROP INDEX IF EXISTS idem_tombstones_key;
+  ALTER TABLE idem_tombstones ADD CONSTRAINT idem_tombstones_pkey
+    PRIMARY KEY (principal, workspace, operation, idem_key, version);
+  `,
 ];
 
 /** An arbitrary constant: the advisory lock that serializes migrations across instances. */

@@ -102,7 +102,58 @@ const MIGRATIONS: ReadonlyArray<string | ((db: SqliteDatabase) => void)> = [
   CREATE INDEX IF NOT EXISTS idem_operations_key ON idem_operations (principal, workspace, operation, idem_key, version);
   CREATE INDEX IF NOT EXISTS idem_tombstones_key ON idem_tombstones (principal, workspace, operation, idem_key, version);
   `,
+  // 5: the primary keys in the order of the key index of 4 (principal, workspace, operation,
+  // idem_key, version): the same columns, so the same uniqueness, and one B-tree serves both the
+  // identity (the own version, ON CONFLICT) and the key in every version. Each first execution
+  // then writes one B-tree fewer (issue 27). SQLite cannot change a primary key in place: both
+  // tables are copied once, in rowid order, and their other indexes made again.
+  (db) => {
+    rebuildWithKeyOrder(db, 'idem_operations', [
+      'CREATE INDEX idem_operations_expires_at ON idem_operations (expires_at) WHERE expires_at IS NOT NULL',
+      `CREATE INDEX idem_operations_due ON idem_operations (next_attempt_at)
+         WHERE status IN ('accepted', 'running', 'cancel_requested')`,
+    ]);
+    rebuildWithKeyOrder(db, 'idem_tombstones', [
+      'CREATE INDEX idem_tombstones_expires_at ON idem_tombstones (expires_at)',
+    ]);
+  },
 ];
+
+/**
+ * Copies `table` into a table of the same columns whose primary key is (principal, workspace,
+ * operation, idem_key, version), in rowid order, then drops the old table with its indexes and
+ * makes `indexes` again. The new table's text is the old one's with only the primary key changed.
+ * A table that has that primary key already (a file whose version was set back) keeps its rows.
+ */
+function rebuildWithKeyOrder(db: SqliteDatabase, table: string, indexes: readonly string[]): void {
+  const row = db.prepare("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?").get(table) as
+    { sql: string } | undefined;
+  const oldKey = 'PRIMARY KEY (principal, workspace, operation, version, idem_key)';
+  const newKey = 'PRIMARY KEY (principal, workspace, operation, idem_key, version)';
+  const recreate = indexes
+    .map((sql) => sql.replace('CREATE INDEX ', 'CREATE INDEX IF NOT EXISTS '))
+    .join(';\n');
+  if (row?.sql.includes(newKey) === true) {
+    db.exec(`DROP INDEX IF EXISTS ${table}_key; ${recreate};`);
+    return;
+  }
+  if (row === undefined || !row.sql.includes(oldKey)) {
+    throw new Error(`${table} is not as Idem's schema 4 left it: cannot rebuild its primary key`);
+  }
+  const created = row.sql
+    .replace(oldKey, newKey)
+    .replace(/^CREATE TABLE\s+("?)[A-Za-z_]+\1/, `CREATE TABLE ${table}_rekeyed`);
+  const columns = (db.prepare(`SELECT name FROM pragma_table_info('${table}')`).all() as { name: string }[])
+    .map((c) => c.name)
+    .join(', ');
+  db.exec(`
+    ${created};
+    INSERT INTO ${table}_rekeyed (${columns}) SELECT ${columns} FROM ${table} ORDER BY rowid;
+    DROP TABLE ${table};
+    ALTER TABLE ${table}_rekeyed RENAME TO ${table};
+    ${recreate};
+  `);
+}
 
 function addColumnIfAbsent(db: SqliteDatabase, table: string, column: string, type: string): void {
   const columns = db.prepare(`SELECT name FROM pragma_table_info('${table}')`).all() as { name: string }[];
