@@ -53,6 +53,7 @@ ${HTTP_HELP}
   --lease DUR                how long a forwarded call's lease lasts unrenewed (default 5s): a
                              proxy killed mid-call leaves its call outcome_unknown after it
   --sweep-interval DUR       how often expired answers are swept (default 60s)
+  --synchronous FULL|NORMAL  SQLite durability (default FULL)
   -h, --help                 show this help
 
 Durations take a unit: 500ms, 5s, 2m, 24h, 30d. Logs are JSON lines on stderr.`;
@@ -87,6 +88,7 @@ export async function proxyCommand(argv: string[], out: (text: string) => void):
       'in-flight-wait': { type: 'string', default: '5s' },
       lease: { type: 'string', default: '5s' },
       'sweep-interval': { type: 'string', default: '60s' },
+      synchronous: { type: 'string', default: 'FULL' },
       ...HTTP_OPTIONS,
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -114,6 +116,9 @@ export async function proxyCommand(argv: string[], out: (text: string) => void):
   const leaseMs = durationOption('--lease', values.lease, 10 * 60_000);
   if (leaseMs < 30) throw new CliError('--lease must be at least 30ms', 2);
   const sweepIntervalMs = durationOption('--sweep-interval', values['sweep-interval'], 24 * 3_600_000);
+  const synchronous = values.synchronous.toUpperCase();
+  if (synchronous !== 'FULL' && synchronous !== 'NORMAL')
+    throw new CliError('--synchronous must be FULL or NORMAL', 2);
   const workspace = values.workspace;
   if (workspace.length === 0 || workspace.length > 128)
     throw new CliError('--workspace must be 1 to 128 characters', 2);
@@ -138,7 +143,7 @@ export async function proxyCommand(argv: string[], out: (text: string) => void):
     registry === undefined && http.oauth === undefined
       ? { principal: (values.stdio && process.env.IDEM_PRINCIPAL) || 'dev', workspaces: ['default'] }
       : undefined;
-  const opened = await openProxyStore(database, lockTimeoutMs);
+  const opened = await openProxyStore(database, lockTimeoutMs, synchronous);
   let app: ProxyApp<unknown>;
   try {
     app = await ProxyApp.start<unknown>({
@@ -279,9 +284,10 @@ function listValues(values: string[] | undefined): string[] {
 async function openProxyStore(
   spec: DatabaseSpec,
   lockTimeoutMs: number,
+  synchronous: 'FULL' | 'NORMAL',
 ): Promise<{ store: IdemStore<unknown>; close: () => Promise<void> }> {
   if (spec.kind === 'sqlite') {
-    const db = openSqlite(spec.path);
+    const db = openSqlite(spec.path, { synchronous });
     try {
       const store = new SqliteStore(db, { clock: systemClock, lockTimeoutMs });
       return { store: store as IdemStore<unknown>, close: () => Promise.resolve() };

@@ -302,15 +302,20 @@ export class Forwarder<App> {
       if (outcome.kind === 'throttled' && outcome.unsent === true) change = { ...change, dispatched: false };
       ended = outcome.kind === 'throttled' && outcome.unsent === true ? 'not_sent' : 'ambiguous';
     }
-    await ledger.update(op.operationId, (current) => {
+    // The attempt is closed in the same transaction as the outcome: one commit.
+    const end = { outcome: ended, detail: detail ?? ended, at: now };
+    const written = await ledger.update(op.operationId, (current) => {
       const holds = current.leaseOwner === workerId && (current.leaseExpiresAt ?? 0) > clock.now();
-      return holds && current.status === 'running' ? { change } : undefined;
+      return holds && current.status === 'running' ? { change, closeOpenAttempts: end } : undefined;
     });
-    await ledger.finishAttempt(attemptId, {
-      endedAt: clock.now(),
-      outcome: ended,
-      ...(detail === undefined ? {} : { detail }),
-    });
+    // Lease lost meanwhile: a worker decides; our account of the attempt still goes on record.
+    if (!written.written) {
+      await ledger.finishAttempt(attemptId, {
+        endedAt: clock.now(),
+        outcome: ended,
+        ...(detail === undefined ? {} : { detail }),
+      });
+    }
   }
 
   /**
