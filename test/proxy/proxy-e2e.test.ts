@@ -29,6 +29,7 @@ import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js
 const MEMORY = join(REPO_ROOT, 'node_modules/@modelcontextprotocol/server-memory/dist/index.js');
 const FILESYSTEM = join(REPO_ROOT, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
 const UPSTREAM = join(REPO_ROOT, 'test/helpers/proxy-upstream.mjs');
+const EVERYTHING = join(REPO_ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 
 interface Backend {
   readonly name: 'sqlite' | 'postgres';
@@ -125,6 +126,27 @@ async function startHttpUpstream(log: string): Promise<string> {
       if (chunk.includes('listening')) resolve();
     });
     proc.once('exit', (code) => reject(new Error(`upstream exited (${code})`)));
+  });
+  return `http://127.0.0.1:${port}/mcp`;
+}
+
+/** server-everything over Streamable HTTP (its `streamableHttp` transport), as its own process. */
+async function startEverything(): Promise<string> {
+  const port = await freePort();
+  const proc = track(
+    spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
+      cwd: REPO_ROOT,
+      env: cleanEnv({ PORT: String(port) }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
+  await new Promise<void>((resolve, reject) => {
+    const ready = (chunk: string) => {
+      if (chunk.includes('listening')) resolve();
+    };
+    proc.stdout?.setEncoding('utf8').on('data', ready);
+    proc.stderr?.setEncoding('utf8').on('data', ready);
+    proc.once('exit', (code) => reject(new Error(`server-everything exited (${code})`)));
   });
   return `http://127.0.0.1:${port}/mcp`;
 }
@@ -262,6 +284,33 @@ describe.each(BACKENDS)('idem proxy on $name', (backend) => {
     // A read-only tool passes through, without a key.
     const counted = await call(client, 'count_calls', {});
     expect((counted.structuredContent as { calls: string[] }).calls).toHaveLength(3);
+  });
+
+  it('server-everything over Streamable HTTP: a toggle is forwarded once per key', async () => {
+    const dir = makeTempDir('idem-proxy-');
+    const url = await startEverything();
+    const proxy = await startProxy([...backend.db(dir), '--upstream', url]);
+    const client = await connect(proxy);
+    const tools = (await client.listTools()).tools;
+    const toggle = tools.find((tool) => tool.name === 'toggle-simulated-logging');
+    expect(toggle?.inputSchema.required).toEqual(['idempotency_key']);
+    expect(tools.find((tool) => tool.name === 'echo')?.inputSchema.properties).not.toHaveProperty(
+      'idempotency_key',
+    );
+    const text = (result: Result) => (result.content[0] as { text: string }).text;
+    // Each forward flips the upstream's state: a second forward would answer "Stopped".
+    const started = await call(client, 'toggle-simulated-logging', { idempotency_key: 't-1' });
+    expect(text(started)).toMatch(/^Started/);
+    const retry = await call(client, 'toggle-simulated-logging', { idempotency_key: 't-1' });
+    expect(text(retry)).toBe(text(started));
+    expect(retry._meta?.['idem/replayed']).toBe(true);
+    const burst = await concurrent([client], 'toggle-simulated-logging', { idempotency_key: 't-2' });
+    expectOneForward(burst);
+    expect(text(burst[0] as Result)).toMatch(/^Stopped/);
+    const again = await call(client, 'toggle-simulated-logging', { idempotency_key: 't-3' });
+    expect(text(again)).toMatch(/^Started/);
+    const echoed = await call(client, 'echo', { message: 'hello' });
+    expect(text(echoed)).toMatch(/hello/);
   });
 
   it('an upstream killed mid-call: outcome_unknown naming the tool and the window, never forwarded again', async () => {
