@@ -58,6 +58,25 @@ function server() {
     },
   );
   mcp.registerTool(
+    'keyed_call',
+    {
+      description:
+        'Records a call once per request_id (a retry with the same request_id answers the first result), slowly with delay_ms.',
+      inputSchema: z.object({
+        label: z.string(),
+        request_id: z.string(),
+        delay_ms: z.number().int().min(0).optional(),
+      }),
+    },
+    async ({ label, request_id, delay_ms }) => {
+      const seen = received().some((line) => JSON.parse(line).request_id === request_id);
+      appendFileSync(log, `${JSON.stringify({ tool: 'keyed_call', label, request_id, replay: seen })}\n`);
+      if (seen) return { content: [{ type: 'text', text: `recorded ${label} once for ${request_id}` }] };
+      if (delay_ms) await sleep(delay_ms);
+      return { content: [{ type: 'text', text: `recorded ${label} once for ${request_id}` }] };
+    },
+  );
+  mcp.registerTool(
     'count_calls',
     {
       description: 'How many calls were received.',

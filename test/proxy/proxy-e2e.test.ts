@@ -209,9 +209,12 @@ describe.each(BACKENDS)('idem proxy on $name', (backend) => {
       entities: [{ name: 'beta', entityType: 'test', observations: [] }],
     });
     const burstId = operationIdOf(burst[0] as Result);
-    expect(
-      proxy.logs().filter((l) => l.event === 'proxy.forwarded' && l.operation_id === burstId),
-    ).toHaveLength(1);
+    // One forward: by this proxy's caller (proxy.forwarded), or by its worker (op.attempt) when the
+    // worker claimed the accepted call first. The log line may reach us after the replies.
+    const forwarded = (l: { event?: string; operation_id?: unknown }) =>
+      (l.event === 'proxy.forwarded' || l.event === 'op.attempt') && l.operation_id === burstId;
+    await proxy.waitForLogs(forwarded, 1);
+    expect(proxy.logs().filter(forwarded)).toHaveLength(1);
 
     const conflict = await call(client, 'create_entities', {
       idempotency_key: 'lost-1',
@@ -311,6 +314,46 @@ describe.each(BACKENDS)('idem proxy on $name', (backend) => {
     expect(text(again)).toMatch(/^Started/);
     const echoed = await call(client, 'echo', { message: 'hello' });
     expect(text(echoed)).toMatch(/hello/);
+  });
+
+  it('a tool with a declared key of its own: an ambiguous attempt is resent with the same key', async () => {
+    const dir = makeTempDir('idem-proxy-');
+    const log = join(dir, 'calls.jsonl');
+    const proxy = await startProxy(
+      [
+        ...backend.db(dir),
+        '--call-timeout',
+        '1s',
+        '--upstream-key',
+        'keyed_call=request_id',
+        '--',
+        'node',
+        UPSTREAM,
+      ],
+      { UPSTREAM_LOG: log },
+    );
+    const client = await connect(proxy);
+    const keyed = (await client.listTools()).tools.find((tool) => tool.name === 'keyed_call');
+    expect(keyed?.inputSchema.required).toEqual(['label', 'idempotency_key']);
+    expect(keyed?.inputSchema.properties).not.toHaveProperty('request_id');
+    // The first attempt outlives --call-timeout (ambiguous); the worker resends it with the same key.
+    const args = { idempotency_key: 'uk-1', label: 'keyed', delay_ms: 3000 };
+    let answer = await call(client, 'keyed_call', args);
+    const deadline = Date.now() + 20_000;
+    while (errorCodeOf(answer) === 'in_progress' && Date.now() < deadline) {
+      await sleep(200);
+      answer = await call(client, 'keyed_call', args);
+    }
+    expect(answer.isError).not.toBe(true);
+    const lines = readFileSync(log, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { request_id: string; replay: boolean });
+    const operationId = operationIdOf(answer) as string;
+    // Both attempts carried the proxy's key (never the caller's argument); the upstream acted once.
+    expect(lines.map((line) => line.request_id)).toEqual([`idem-${operationId}`, `idem-${operationId}`]);
+    expect(lines.map((line) => line.replay)).toEqual([false, true]);
+    expect((answer.content[0] as { text: string }).text).toBe(`recorded keyed once for idem-${operationId}`);
   });
 
   it('an upstream killed mid-call: outcome_unknown naming the tool and the window, never forwarded again', async () => {

@@ -51,8 +51,24 @@ describe('proxiedTools', () => {
     expect(create.description).toMatch(/^Creates\.\n\nRetry safety: this tool takes an idempotency_key/);
     expect(create.description).toMatch(/get_operation/);
     expect(create.upstreamKeyArg).toBeUndefined();
-    const charge = tools[4];
-    expect(charge?.kind === 'keyed' && charge.upstreamKeyArg).toBe('request_id');
+    const charge = proxiedTools(
+      [
+        {
+          name: 'charge',
+          inputSchema: {
+            type: 'object',
+            properties: { amount: { type: 'number' }, request_id: { type: 'string' } },
+            required: ['amount', 'request_id'],
+          },
+        },
+      ],
+      settings,
+    )[0];
+    if (charge?.kind !== 'keyed') throw new Error('charge is keyed');
+    expect(charge.upstreamKeyArg).toBe('request_id');
+    // The proxy fills the upstream's own key: the caller neither sees nor sends it.
+    expect(Object.keys(charge.inputSchema.properties as object)).toEqual(['amount', 'idempotency_key']);
+    expect(charge.inputSchema.required).toEqual(['amount', 'idempotency_key']);
     // The upstream's own schema object is left as it was.
     expect(schema.required).toEqual(['title']);
   });

@@ -20,7 +20,10 @@ export type ProxiedTool =
       readonly version: number;
       /** The argument in which the upstream takes an idempotency key of its own, if declared. */
       readonly upstreamKeyArg: string | undefined;
-      /** The advertised input schema: the upstream's plus a required `idempotency_key`. */
+      /**
+       * The advertised input schema: the upstream's plus a required `idempotency_key`, without the
+       * upstream's own key argument (the proxy fills it).
+       */
       readonly inputSchema: Record<string, unknown>;
       readonly description: string;
     };
@@ -57,9 +60,14 @@ export function proxiedTools(tools: readonly UpstreamTool[], settings: ProxyTool
     const properties = (upstream.inputSchema.properties ?? {}) as Record<string, unknown>;
     if (Object.hasOwn(properties, KEY_FIELD))
       return { kind: 'pass', upstream, reason: 'has_idempotency_key' };
-    const required = Array.isArray(upstream.inputSchema.required)
-      ? (upstream.inputSchema.required as unknown[])
-      : [];
+    // The upstream's own key argument is the proxy's to fill: the caller neither sees nor sends it.
+    const upstreamKeyArg = settings.upstreamKeys.get(upstream.name);
+    const advertised = Object.fromEntries(
+      Object.entries(properties).filter(([name]) => name !== upstreamKeyArg),
+    );
+    const required = (
+      Array.isArray(upstream.inputSchema.required) ? (upstream.inputSchema.required as unknown[]) : []
+    ).filter((name) => name !== upstreamKeyArg);
     const contract = idempotencyInstructions(
       settings.retentionMs,
       settings.statusTool,
@@ -70,11 +78,11 @@ export function proxiedTools(tools: readonly UpstreamTool[], settings: ProxyTool
       upstream,
       operation: operationName(upstream.name),
       version: schemaVersion(upstream.inputSchema),
-      upstreamKeyArg: settings.upstreamKeys.get(upstream.name),
+      upstreamKeyArg,
       inputSchema: {
         ...upstream.inputSchema,
         type: 'object',
-        properties: { ...properties, [KEY_FIELD]: KEY_SCHEMA },
+        properties: { ...advertised, [KEY_FIELD]: KEY_SCHEMA },
         required: [...required, KEY_FIELD],
       },
       description: `${upstream.description ?? ''}\n\n${contract}`.trimStart(),
