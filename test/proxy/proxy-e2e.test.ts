@@ -463,3 +463,52 @@ describe('two idem proxies on one PostgreSQL database', () => {
     expect(b.logs().some((l) => l.event === 'idem.call')).toBe(true);
   });
 });
+
+describe('idem proxy with bearer tokens', () => {
+  it('authenticates every call, scopes keys by principal and refuses a workspace the token lacks', async () => {
+    const dir = makeTempDir('idem-proxy-');
+    const log = join(dir, 'calls.jsonl');
+    const url = await startHttpUpstream(log);
+    const tokens = join(dir, 'tokens.json');
+    const alice = 'alice-token-0123456789abcdef';
+    const bob = 'bob-token-0123456789abcdef';
+    const outsider = 'outsider-token-0123456789abcdef';
+    writeFileSync(
+      tokens,
+      JSON.stringify({
+        [alice]: { principal: 'alice', workspaces: ['team'] },
+        [bob]: { principal: 'bob', workspaces: ['team'] },
+        [outsider]: { principal: 'carol', workspaces: ['elsewhere'] },
+      }),
+    );
+    const proxy = await startProxy([
+      '--db',
+      join(dir, 'proxy.sqlite'),
+      '--tokens',
+      tokens,
+      '--workspace',
+      'team',
+      '--upstream',
+      url,
+    ]);
+    await expect(connectHttp(proxy.url)).rejects.toThrow(/401|nauthorized/);
+    const a = await connectHttp(proxy.url, alice);
+    const b = await connectHttp(proxy.url, bob);
+    const c = await connectHttp(proxy.url, outsider);
+    clients.push(a, b, c);
+    const args = { idempotency_key: 'same-key', label: 'auth' };
+    const fromA = await call(a, 'record_call', args);
+    const fromB = await call(b, 'record_call', args);
+    expect(operationIdOf(fromB)).not.toBe(operationIdOf(fromA));
+    expect((await call(a, 'record_call', args)).content).toEqual(fromA.content);
+    expect(received(log, 'auth')).toBe(2);
+    const refused = await call(c, 'record_call', args);
+    expect(errorCodeOf(refused)).toBe('forbidden');
+    expect(received(log, 'auth')).toBe(2);
+    // The status tool shows an operation to its owner only.
+    const own = await call(a, 'get_operation', { operation_id: operationIdOf(fromA) });
+    expect((own.structuredContent as { status: string }).status).toBe('succeeded');
+    const other = await call(b, 'get_operation', { operation_id: operationIdOf(fromA) });
+    expect(errorCodeOf(other)).toBe('not_found');
+  });
+});
