@@ -33,6 +33,7 @@ describe('proxiedTools', () => {
           annotations: { readOnlyHint: false },
         },
         { name: 'charge', inputSchema: schema },
+        { name: 'research', inputSchema: schema, execution: { taskSupport: 'required' } },
       ],
       settings,
     );
@@ -42,6 +43,7 @@ describe('proxiedTools', () => {
       ['own_key', 'has_idempotency_key'],
       ['create', 'keyed'],
       ['charge', 'keyed'],
+      ['research', 'task_required'],
     ]);
     const create = tools[3];
     if (create?.kind !== 'keyed') throw new Error('create is keyed');

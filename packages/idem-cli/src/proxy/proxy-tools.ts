@@ -8,7 +8,7 @@ export type ProxiedTool =
       /** Read-only (`readOnlyHint`), excluded by the operator, or unfit for a key: forwarded as is. */
       readonly kind: 'pass';
       readonly upstream: UpstreamTool;
-      readonly reason: 'read_only' | 'excluded' | 'has_idempotency_key';
+      readonly reason: 'read_only' | 'excluded' | 'has_idempotency_key' | 'task_required';
     }
   | {
       /** Gains a required `idempotency_key`; forwarded once per key, its answer kept and replayed. */
@@ -51,12 +51,17 @@ const KEY_SCHEMA = {
 /**
  * Classifies the upstream's tools: read-only ones (annotated `readOnlyHint`) and those in
  * `exclude` pass through unchanged; every other tool is keyed. A tool that already declares an
- * `idempotency_key` argument passes through too (the proxy cannot add its own). Pure.
+ * `idempotency_key` argument passes through too (the proxy cannot add its own), as does a tool that
+ * runs only as an MCP task (`execution.taskSupport: 'required'`), which the proxy does not forward as
+ * one call. Pure.
  */
 export function proxiedTools(tools: readonly UpstreamTool[], settings: ProxyToolSettings): ProxiedTool[] {
   return tools.map((upstream): ProxiedTool => {
     if (upstream.annotations?.readOnlyHint === true) return { kind: 'pass', upstream, reason: 'read_only' };
     if (settings.exclude.has(upstream.name)) return { kind: 'pass', upstream, reason: 'excluded' };
+    // A task-only tool cannot be forwarded as one call with one answer to keep.
+    if (upstream.execution?.taskSupport === 'required')
+      return { kind: 'pass', upstream, reason: 'task_required' };
     const properties = (upstream.inputSchema.properties ?? {}) as Record<string, unknown>;
     if (Object.hasOwn(properties, KEY_FIELD))
       return { kind: 'pass', upstream, reason: 'has_idempotency_key' };

@@ -20,6 +20,8 @@ export interface UpstreamTool {
   readonly inputSchema: Record<string, unknown>;
   readonly outputSchema?: Record<string, unknown>;
   readonly annotations?: Record<string, unknown>;
+  /** MCP tasks: `taskSupport: 'required'` marks a tool that only runs as a task. */
+  readonly execution?: { readonly taskSupport?: string };
 }
 
 /** A short, body-free label of the upstream for logs and messages (no header, no query string). */
