@@ -17,6 +17,7 @@ afterAll(cleanup);
 const HELPS: ReadonlyArray<readonly [string[], string]> = [
   [[], 'Usage: idem <command>'],
   [['serve'], 'Usage: idem serve'],
+  [['proxy'], 'Usage: idem proxy'],
   [['worker'], 'Usage: idem worker'],
   [['provider'], 'Usage: idem provider'],
   [['check'], 'Usage: idem check'],
@@ -103,7 +104,10 @@ describe('idem CLI conventions: a usage error names the help to read (exit 2, no
   const db = () => join(dir, 'never.sqlite');
   it.each([
     [['frob'], 'idem: unknown command "frob"; see "idem --help"'],
-    [[], 'idem: missing command: serve, ops, check, migrate, sweep, worker or provider; see "idem --help"'],
+    [
+      [],
+      'idem: missing command: serve, proxy, ops, check, migrate, sweep, worker or provider; see "idem --help"',
+    ],
     [
       ['serve', '--port', 'x'],
       'idem: --port must be an integer from 0 to 65535, got "x"; see "idem serve --help"',
@@ -114,6 +118,15 @@ describe('idem CLI conventions: a usage error names the help to read (exit 2, no
     ],
     [['provider'], 'idem: --mode is required: key, reference or none; see "idem provider --help"'],
     [['check'], 'idem: give exactly one target: --url URL, or -- COMMAND [ARGS...]; see "idem check --help"'],
+    [['proxy'], 'idem: missing upstream: --upstream URL or -- COMMAND ARGS; see "idem proxy --help"'],
+    [
+      ['proxy', '--upstream', 'ftp://x', '--', 'node'],
+      'idem: give the upstream either as --upstream URL or as -- COMMAND ARGS, not both; see "idem proxy --help"',
+    ],
+    [
+      ['proxy', '--upstream-key', 'nokey', '--', 'node'],
+      'idem: --upstream-key takes TOOL=ARGUMENT, got "nokey"; see "idem proxy --help"',
+    ],
     [
       ['migrate', '--db-schema', 'x'],
       'idem: --db-schema applies to PostgreSQL only; see "idem migrate --help"',

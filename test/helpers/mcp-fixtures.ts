@@ -120,14 +120,16 @@ export interface ServerProcess {
 }
 
 export interface StartServerOptions {
-  /** Arguments after `serve`; `--port` is added (a free port) unless given. */
+  /** The CLI command to run (default `serve`). */
+  command?: string;
+  /** Arguments after the command; `--port` is added first (a free port) unless given. */
   args?: string[];
   env?: Record<string, string>;
   /** How long to wait for the `idem.serving` log line. */
   readyTimeoutMs?: number;
 }
 
-/** Spawns `node dist/cli/main.js serve ...` and resolves once it logged `idem.serving`. */
+/** Spawns `node dist/cli/main.js serve ...` (or another command) and resolves once it logged `idem.serving`. */
 export async function startServerProcess(options: StartServerOptions = {}): Promise<ServerProcess> {
   const args = [...(options.args ?? [])];
   let port: number;
@@ -135,10 +137,11 @@ export async function startServerProcess(options: StartServerOptions = {}): Prom
   if (portIndex >= 0) port = Number(args[portIndex + 1]);
   else {
     port = await freePort();
-    args.push('--port', String(port));
+    // First: `idem proxy` takes its upstream command after `--`.
+    args.unshift('--port', String(port));
   }
   const proc = track(
-    spawn(process.execPath, [CLI, 'serve', ...args], {
+    spawn(process.execPath, [CLI, options.command ?? 'serve', ...args], {
       cwd: REPO_ROOT,
       env: cleanEnv(options.env),
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,6 +2,7 @@
 import { isIdemError } from 'idem';
 import { CliError } from './cli-error.js';
 import { providerCommand } from './provider-command.js';
+import { proxyCommand } from './proxy-command.js';
 import { opsCommand } from './ops-command.js';
 import { workerCommand } from './worker-command.js';
 import { migrateCommand } from './migrate-command.js';
@@ -14,6 +15,7 @@ const HELP = `Usage: idem <command> [options]
 
 Commands:
   serve              run the reference MCP server (HTTP on 127.0.0.1:3000, or --stdio)
+  proxy              put the retry contract in front of any MCP server (stdio command or URL)
   ops                inspect, settle and correct operations; list and re-queue dead letters
   check              check that the mutating tools of any MCP server keep the retry contract
   migrate            create or upgrade the database tables (SQLite or PostgreSQL)
@@ -33,6 +35,7 @@ type Out = (text: string) => void;
 /** What `idem <name> ...` runs: each prints its help to `out` on --help and throws CliError on a mistake. */
 const COMMANDS: Readonly<Record<string, (argv: string[], out: Out) => Promise<void>>> = {
   serve: serveCommand,
+  proxy: proxyCommand,
   ops: opsCommand,
   check: (argv, out) => checkCommand(argv, out),
   migrate: migrateCommand,

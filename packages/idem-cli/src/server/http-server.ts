@@ -9,7 +9,7 @@ import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './http-limits.js';
 import { inboundRefusal } from './inbound-refusal.js';
 import { metadataReply, protectedResource, type ProtectedResource } from './protected-resource.js';
 import { discardBody, readBody } from './read-body.js';
-import type { ServerApp } from './server-app.js';
+import type { McpApp } from './server-app.js';
 import type { Grant } from './token-registry.js';
 
 /** OAuth 2.1 resource-server mode: bearer JWTs from these authorization servers are accepted. */
@@ -56,7 +56,7 @@ export function isLoopback(host: string): boolean {
 }
 
 interface Context {
-  readonly app: ServerApp;
+  readonly app: McpApp;
   readonly auth: AuthSettings;
   readonly policy: HostOriginPolicy;
   readonly resource: ProtectedResource | undefined;
@@ -71,10 +71,7 @@ interface Context {
  * of all in-flight requests would pass their budget), and the edge cases the SDK would get wrong
  * are answered (inboundRefusal). In OAuth mode the protected-resource metadata is served too.
  */
-export async function startHttpServer(
-  app: ServerApp,
-  options: HttpServerOptions,
-): Promise<RunningHttpServer> {
+export async function startHttpServer(app: McpApp, options: HttpServerOptions): Promise<RunningHttpServer> {
   if (options.devGrant !== undefined && !isLoopback(options.host)) {
     throw new Error(`dev mode (no --tokens) listens on loopback only; refusing host ${options.host}`);
   }

@@ -4,6 +4,12 @@ import type { CommandHandler } from 'idem/commands';
 import type { FaultPoints } from 'idem/testing';
 import type { TokenRegistry } from './token-registry.js';
 
+/**
+ * What the HTTP and stdio transports need of an application: its token registry, its logger, a new
+ * McpServer per HTTP request (or one for stdio), and close. The reference server and `idem proxy`.
+ */
+export type McpApp = Pick<ServerApp, 'registry' | 'logger' | 'createMcpServer' | 'close'>;
+
 /** What the transports and the CLI need of a reference server, whatever its engine. */
 export interface ServerApp {
   readonly store: IdemStore;

@@ -1,7 +1,7 @@
 import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { attachAuthInfo } from 'idem/mcp';
 import { grantAuthInfo } from './grant-auth-info.js';
-import type { ServerApp } from './server-app.js';
+import type { McpApp } from './server-app.js';
 import { stdioInboundFilter } from './stdio-inbound-filter.js';
 import type { Grant } from './token-registry.js';
 
@@ -11,10 +11,7 @@ import type { Grant } from './token-registry.js';
  * Input passes stdioInboundFilter first. stdout carries protocol messages only; everything else (logs, errors) goes to stderr. Resolves
  * with a function that closes the server; the process exits when stdin ends.
  */
-export async function serveStdio(
-  app: ServerApp,
-  grant: () => Grant | undefined,
-): Promise<() => Promise<void>> {
+export async function serveStdio(app: McpApp, grant: () => Grant | undefined): Promise<() => Promise<void>> {
   const server = app.createMcpServer();
   // Lines the SDK would drop without an answer are answered here (see stdioInboundFilter).
   const input = process.stdin.pipe(stdioInboundFilter((line) => void process.stdout.write(`${line}\n`)));

@@ -1,0 +1,214 @@
+import { randomUUID } from 'node:crypto';
+import { McpServer } from '@modelcontextprotocol/server';
+import { Executor, systemClock, type Clock, type IdemStore, type Logger } from 'idem';
+import {
+  authorizeByGrant,
+  operationTools,
+  registerIdemTool,
+  toolCallContext,
+  type IdemTool,
+  type JsonStandardSchema,
+} from 'idem/mcp';
+import { startWorker, type DurableHandler, type RunningLoops } from 'idem/operations';
+import type { TokenRegistry } from '../server/token-registry.js';
+import { Forwarder, type ProxyResult } from './forwarded-call.js';
+import { proxiedTools, type ProxiedTool, type ProxyToolSettings } from './proxy-tools.js';
+import { UpstreamConnection, type UpstreamSpec, type UpstreamTool } from './upstream-connection.js';
+
+type KeyedTool = Extract<ProxiedTool, { kind: 'keyed' }>;
+
+/** How a `ProxyApp` is made: its store, upstream, identity, timing and tool settings. */
+export interface ProxyAppOptions<App> {
+  readonly store: IdemStore<App>;
+  readonly upstream: UpstreamSpec;
+  readonly registry: TokenRegistry;
+  readonly logger: Logger;
+  readonly clock?: Clock;
+  readonly workspace: string;
+  readonly tools: Omit<ProxyToolSettings, 'statusTool'>;
+  readonly statusTool: string;
+  readonly callTimeoutMs: number;
+  readonly inFlightWaitMs: number;
+  readonly leaseMs: number;
+  readonly pollIntervalMs: number;
+  /** Called after the store and the connection are closed. */
+  readonly onClose?: () => Promise<void>;
+}
+
+/**
+ * `idem proxy`'s application: the upstream's tools re-listed (read-only and excluded ones as they
+ * are, every other one keyed, see `proxiedTools`), the status tool, the forwarder and a worker
+ * that settles what a dead proxy left (see `Forwarder`). Served by the same HTTP and stdio
+ * transports as `idem serve` (`McpApp`).
+ */
+export class ProxyApp<App> {
+  readonly registry: TokenRegistry;
+  readonly logger: Logger;
+  readonly store: IdemStore<App>;
+  readonly clock: Clock;
+  readonly connection: UpstreamConnection;
+  readonly #options: ProxyAppOptions<App>;
+  readonly #forwarder: Forwarder<App>;
+  readonly #statusTool: IdemTool;
+  readonly #handlers: Record<string, DurableHandler> = {};
+  #tools: ProxiedTool[] = [];
+  #byOperation = new Map<string, KeyedTool>();
+  #worker: RunningLoops | undefined;
+
+  private constructor(options: ProxyAppOptions<App>) {
+    this.#options = options;
+    this.registry = options.registry;
+    this.logger = options.logger;
+    this.store = options.store;
+    this.clock = options.clock ?? systemClock;
+    const executor = new Executor({
+      store: options.store,
+      clock: this.clock,
+      logger: options.logger,
+      authorize: authorizeByGrant,
+      inFlightWaitMs: options.inFlightWaitMs,
+    });
+    this.connection = new UpstreamConnection(options.upstream, options.logger, (tools) => this.#list(tools));
+    const workerId = `proxy-${randomUUID()}`;
+    this.#forwarder = new Forwarder({
+      executor,
+      ledger: options.store.ledger,
+      connection: this.connection,
+      toolOf: (operation) => this.#byOperation.get(operation),
+      clock: this.clock,
+      logger: options.logger,
+      workerId,
+      leaseMs: options.leaseMs,
+      callTimeoutMs: options.callTimeoutMs,
+      retentionMs: options.tools.retentionMs,
+      inFlightWaitMs: options.inFlightWaitMs,
+      workspace: options.workspace,
+      names: { statusTool: options.statusTool, operatorHint: 'idem ops resolve' },
+    });
+    this.#statusTool = operationTools(executor, {
+      statusTool: options.statusTool,
+      authorize: authorizeByGrant,
+      clock: this.clock,
+    }).statusTool;
+  }
+
+  /** Connects to the upstream (listing its tools) and starts the worker. */
+  static async start<App>(options: ProxyAppOptions<App>): Promise<ProxyApp<App>> {
+    const app = new ProxyApp(options);
+    await app.connection.client();
+    app.#worker = startWorker({
+      store: options.store,
+      handlers: app.#handlers,
+      clock: app.clock,
+      logger: options.logger,
+      leaseMs: options.leaseMs,
+      pollIntervalMs: options.pollIntervalMs,
+      retentionMs: options.tools.retentionMs,
+      policy: app.#forwarder.policy(),
+    });
+    return app;
+  }
+
+  /** The tools as listed now, by kind (for the start-up log line). */
+  get tools(): readonly ProxiedTool[] {
+    return this.#tools;
+  }
+
+  #list(upstream: UpstreamTool[]): void {
+    const tools = proxiedTools(upstream, { ...this.#options.tools, statusTool: this.#options.statusTool });
+    const clash = tools.find((tool) => tool.upstream.name === this.#options.statusTool);
+    if (clash !== undefined)
+      this.logger.error('proxy.status_tool_clash', {
+        tool: clash.upstream.name,
+        message: 'the upstream has a tool named like the status tool; pass --status-tool NAME',
+      });
+    this.#tools = tools.filter((tool) => tool !== clash);
+    this.#byOperation = new Map();
+    for (const tool of this.#tools) {
+      if (tool.kind !== 'keyed') continue;
+      this.#byOperation.set(tool.operation, tool);
+      this.#handlers[tool.operation] ??= this.#forwarder.handler(tool.operation);
+    }
+    this.logger.info('proxy.tools', {
+      keyed: this.#tools
+        .filter((tool) => tool.kind === 'keyed')
+        .map((tool) => tool.upstream.name)
+        .join(','),
+      passed: this.#tools
+        .filter((tool) => tool.kind === 'pass')
+        .map((tool) => tool.upstream.name)
+        .join(','),
+    });
+  }
+
+  /** A new McpServer with the proxied tools and the status tool (one per HTTP request, or one for stdio). */
+  createMcpServer(): McpServer {
+    const server = new McpServer({ name: 'idem-proxy', version: '1.0.0' }, { capabilities: { tools: {} } });
+    for (const tool of this.#tools) {
+      const upstream = tool.upstream;
+      server.registerTool(
+        upstream.name,
+        {
+          ...(upstream.title === undefined ? {} : { title: upstream.title }),
+          description: tool.kind === 'keyed' ? tool.description : (upstream.description ?? ''),
+          inputSchema: rawSchema(tool.kind === 'keyed' ? tool.inputSchema : upstream.inputSchema),
+          ...(upstream.outputSchema === undefined ? {} : { outputSchema: rawSchema(upstream.outputSchema) }),
+          ...(upstream.annotations === undefined ? {} : { annotations: { ...upstream.annotations } }),
+        },
+        // The SDK's types for a raw JSON Schema handler are narrower than what a proxy passes on.
+        ((
+          args: unknown,
+          ctx: {
+            http?: { authInfo?: unknown };
+            mcpReq: { signal: AbortSignal; _meta?: Record<string, unknown> };
+          },
+        ) => {
+          if (tool.kind === 'keyed') {
+            const context = toolCallContext(
+              ctx.http?.authInfo as Parameters<typeof toolCallContext>[0],
+              ctx.mcpReq.signal,
+              ctx.mcpReq._meta,
+            );
+            return this.#forwarder.call(tool, args, context);
+          }
+          return this.#pass(upstream, args, ctx.mcpReq.signal);
+        }) as never,
+      );
+    }
+    registerIdemTool(server, this.#statusTool);
+    return server;
+  }
+
+  /** A read-only or excluded tool: the upstream's answer as it is. */
+  async #pass(upstream: UpstreamTool, args: unknown, signal: AbortSignal): Promise<ProxyResult> {
+    const client = await this.connection.client();
+    const result = await client.callTool(
+      { name: upstream.name, arguments: (args ?? {}) as Record<string, unknown> },
+      { timeout: this.#options.callTimeoutMs, signal },
+    );
+    return result as ProxyResult;
+  }
+
+  /** Stops the worker, closes the upstream connection and the store. */
+  async close(): Promise<void> {
+    await this.#worker?.stop();
+    await this.connection.close();
+    await this.store.close();
+    await this.#options.onClose?.();
+  }
+}
+
+/**
+ * A JSON Schema as the SDK's McpServer takes a schema: listed exactly as given, and letting every
+ * value through (the upstream validates its own arguments; the proxy checks the key itself).
+ */
+function rawSchema(json: Record<string, unknown>): JsonStandardSchema {
+  return {
+    '~standard': {
+      version: 1,
+      vendor: 'idem-proxy',
+      validate: (value) => ({ value }),
+      jsonSchema: { input: () => json, output: () => json },
+    },
+  };
+}

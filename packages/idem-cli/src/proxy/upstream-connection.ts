@@ -1,0 +1,106 @@
+import { Client, StreamableHTTPClientTransport, type Transport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import type { Logger } from 'idem';
+
+/** The upstream MCP server `idem proxy` stands in front of: a command over stdio, or a URL. */
+export type UpstreamSpec =
+  | { readonly kind: 'stdio'; readonly command: string; readonly args: readonly string[] }
+  | {
+      readonly kind: 'http';
+      readonly url: string;
+      /** Sent with every request (e.g. `Authorization: Bearer …`); never logged. */
+      readonly headers: Readonly<Record<string, string>>;
+    };
+
+/** One tool as the upstream lists it (the fields the proxy reads and passes on). */
+export interface UpstreamTool {
+  readonly name: string;
+  readonly title?: string;
+  readonly description?: string;
+  readonly inputSchema: Record<string, unknown>;
+  readonly outputSchema?: Record<string, unknown>;
+  readonly annotations?: Record<string, unknown>;
+  /** MCP tasks: `taskSupport: 'required'` marks a tool that only runs as a task. */
+  readonly execution?: { readonly taskSupport?: string };
+}
+
+/** A short, body-free label of the upstream for logs and messages (no header, no query string). */
+export function upstreamLabel(spec: UpstreamSpec): string {
+  if (spec.kind === 'stdio') return [spec.command, ...spec.args].join(' ');
+  const url = new URL(spec.url);
+  return `${url.origin}${url.pathname}`;
+}
+
+/**
+ * One MCP client connection to the upstream, made again on demand after it closed (a stdio
+ * upstream that died is started again by the next call). `onConnected` is given the tool list of
+ * every new connection, so that a restarted upstream's changed schemas are seen.
+ */
+export class UpstreamConnection {
+  readonly #spec: UpstreamSpec;
+  readonly #logger: Logger;
+  readonly #onConnected: (tools: UpstreamTool[]) => void;
+  #client: Promise<Client> | undefined;
+  #closing = false;
+
+  constructor(spec: UpstreamSpec, logger: Logger, onConnected: (tools: UpstreamTool[]) => void) {
+    this.#spec = spec;
+    this.#logger = logger;
+    this.#onConnected = onConnected;
+  }
+
+  /** The connected client, connecting (and listing the tools) first when there is none. */
+  client(): Promise<Client> {
+    if (this.#closing) return Promise.reject(new Error('the proxy is stopping'));
+    this.#client ??= this.#connect().catch((error: unknown) => {
+      this.#client = undefined;
+      throw error;
+    });
+    return this.#client;
+  }
+
+  async #connect(): Promise<Client> {
+    const transport = this.#transport();
+    const client = new Client({ name: 'idem-proxy', version: '1.0.0' });
+    client.onclose = () => {
+      // A later call connects again (and starts a stdio upstream again).
+      if (this.#client !== undefined) this.#logger.warn('proxy.upstream_closed', {});
+      this.#client = undefined;
+    };
+    await client.connect(transport, { timeout: 30_000 });
+    const tools: UpstreamTool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor === undefined ? {} : { cursor });
+      tools.push(...(page.tools as unknown as UpstreamTool[]));
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    this.#onConnected(tools);
+    this.#logger.info('proxy.upstream_connected', {
+      upstream: upstreamLabel(this.#spec),
+      tools: tools.length,
+    });
+    return client;
+  }
+
+  #transport(): Transport {
+    const spec = this.#spec;
+    if (spec.kind === 'http') {
+      return new StreamableHTTPClientTransport(new URL(spec.url), {
+        requestInit: { headers: { ...spec.headers } },
+      });
+    }
+    const env: Record<string, string> = {};
+    for (const [name, value] of Object.entries(process.env)) if (value !== undefined) env[name] = value;
+    // The upstream's stderr is ours: its logs stay visible, and stdout stays the protocol's.
+    return new StdioClientTransport({ command: spec.command, args: [...spec.args], env, stderr: 'inherit' });
+  }
+
+  /** Closes the connection (and ends a stdio upstream); no call connects again after. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    const pending = this.#client;
+    this.#client = undefined;
+    if (pending !== undefined) await (await pending.catch(() => undefined))?.close();
+  }
+}
