@@ -103,7 +103,10 @@ describe('idem CLI conventions: a usage error names the help to read (exit 2, no
   const db = () => join(dir, 'never.sqlite');
   it.each([
     [['frob'], 'idem: unknown command "frob"; see "idem --help"'],
-    [[], 'idem: missing command: serve, ops, check, migrate, sweep, worker or provider; see "idem --help"'],
+    [
+      [],
+      'idem: missing command: serve, ops, console, check, migrate, sweep, worker or provider; see "idem --help"',
+    ],
     [
       ['serve', '--port', 'x'],
       'idem: --port must be an integer from 0 to 65535, got "x"; see "idem serve --help"',
@@ -124,11 +127,11 @@ describe('idem CLI conventions: a usage error names the help to read (exit 2, no
     ],
     [
       ['ops'],
-      'idem: ops needs a subcommand: list, show, resolve, dead-letters or requeue; see "idem ops --help"',
+      'idem: ops needs a subcommand: list, show, resolve, cancel, dead-letters or requeue; see "idem ops --help"',
     ],
     [
       ['ops', 'frob', '--help'],
-      'idem: unknown ops subcommand "frob": use list, show, resolve, dead-letters or requeue; ' +
+      'idem: unknown ops subcommand "frob": use list, show, resolve, cancel, dead-letters or requeue; ' +
         'see "idem ops --help"',
     ],
     [['ops', 'requeue'], 'idem: usage: idem ops requeue <id>; see "idem ops --help"'],

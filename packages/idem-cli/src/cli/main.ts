@@ -3,6 +3,7 @@ import { isIdemError } from 'idem';
 import { CliError } from './cli-error.js';
 import { providerCommand } from './provider-command.js';
 import { opsCommand } from './ops-command.js';
+import { consoleCommand } from './console-command.js';
 import { workerCommand } from './worker-command.js';
 import { migrateCommand } from './migrate-command.js';
 import { checkCommand } from './check-command.js';
@@ -15,6 +16,7 @@ const HELP = `Usage: idem <command> [options]
 Commands:
   serve              run the reference MCP server (HTTP on 127.0.0.1:3000, or --stdio)
   ops                inspect, settle and correct operations; list and re-queue dead letters
+  console            the operator console: a web application for what idem ops does
   check              check that the mutating tools of any MCP server keep the retry contract
   migrate            create or upgrade the database tables (SQLite or PostgreSQL)
   sweep              expire old receipts into tombstones, delete old tombstones
@@ -34,6 +36,7 @@ type Out = (text: string) => void;
 const COMMANDS: Readonly<Record<string, (argv: string[], out: Out) => Promise<void>>> = {
   serve: serveCommand,
   ops: opsCommand,
+  console: consoleCommand,
   check: (argv, out) => checkCommand(argv, out),
   migrate: migrateCommand,
   sweep: sweepCommand,
