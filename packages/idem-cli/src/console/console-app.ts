@@ -389,14 +389,15 @@ function filtersOf(query: URLSearchParams): ListFilters {
   };
   const from = timeParam(query.get('from'));
   const to = timeParam(query.get('to'));
-  const filters: Record<string, string | number | undefined> = {
+  const cursor = /^(\d{1,16})\.(.{1,200})$/.exec(text('after') ?? '');
+  const filters: Record<string, unknown> = {
     state: text('state'),
     operation: text('operation'),
     workspace: text('workspace'),
     principal: text('principal'),
     from,
     to,
-    after: text('after'),
+    after: cursor === null ? undefined : { createdAt: Number(cursor[1]), operationId: cursor[2] },
   };
   return Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== undefined)) as ListFilters;
 }

@@ -2,9 +2,6 @@ import type { IdemStore } from 'idem';
 import type { OperationRecord } from 'idem/store';
 import { OPERATION_STATES } from 'idem/operations';
 
-/** How many rows of one state the console reads at most for a count or a filtered page. */
-export const SCAN_LIMIT = 1000;
-
 /** The filters of the operations list, as the query string gives them. */
 export interface ListFilters {
   readonly state?: string;
@@ -15,73 +12,69 @@ export interface ListFilters {
   readonly from?: number;
   /** Epoch ms: created before. */
   readonly to?: number;
-  /** The cursor: the operation id of the last row of the previous page. */
-  readonly after?: string;
+  /** The cursor: the creation time and id of the last row of the previous page. */
+  readonly after?: { readonly createdAt: number; readonly operationId: string };
 }
 
 /** One page of the operations list: its rows, and the cursor of the next page (if any). */
 export interface OperationsPage {
   readonly rows: readonly OperationRecord[];
-  readonly next: string | undefined;
-  /** True when the scan stopped at SCAN_LIMIT rows, so older matches may exist. */
-  readonly truncated: boolean;
+  readonly next: { readonly createdAt: number; readonly operationId: string } | undefined;
 }
 
+/** The states a count is shown for: the open ones, which the partial index counts without a scan. */
+const OPEN_STATES = ['outcome_unknown', 'running', 'cancel_requested', 'accepted'] as const;
+
 /**
- * Counts by state, each up to SCAN_LIMIT (a count that reached it is shown as "1000+"): one
- * `ledger.list` by state each.
+ * Counts of the open states (0 when none), the ledger's `countByState({ open: true })`: the final
+ * states are listed, not counted (a count of a million receipts would read them all).
  */
 export async function countsByState(
   store: Pick<IdemStore, 'ledger'>,
-): Promise<ReadonlyArray<{ state: string; count: number; capped: boolean }>> {
-  const counts = [];
-  for (const state of OPERATION_STATES) {
-    const rows = await store.ledger.list({ status: state, limit: SCAN_LIMIT });
-    counts.push({ state, count: rows.length, capped: rows.length >= SCAN_LIMIT });
-  }
-  return counts;
+): Promise<ReadonlyArray<{ state: string; count: number | undefined }>> {
+  const counts = await store.ledger.countByState({ open: true });
+  return OPERATION_STATES.map((state) => ({
+    state,
+    count: (OPEN_STATES as readonly string[]).includes(state) ? (counts[state] ?? 0) : undefined,
+  }));
 }
 
 /** The operations in `state`, oldest first (those waiting longest come first). */
-export async function oldestFirst(
+export function oldestFirst(
   store: Pick<IdemStore, 'ledger'>,
   state: string,
   limit: number,
 ): Promise<OperationRecord[]> {
-  const rows = await store.ledger.list({ status: state, limit: SCAN_LIMIT });
-  return rows.reverse().slice(0, limit);
-}
-
-function matches(record: OperationRecord, filters: ListFilters): boolean {
-  const { identity } = record;
-  if (filters.operation !== undefined && identity.operation !== filters.operation) return false;
-  if (filters.workspace !== undefined && identity.workspace !== filters.workspace) return false;
-  if (filters.principal !== undefined && identity.principal !== filters.principal) return false;
-  if (filters.from !== undefined && record.createdAt < filters.from) return false;
-  if (filters.to !== undefined && record.createdAt >= filters.to) return false;
-  return true;
+  return store.ledger.list({ status: state, order: 'oldest', limit });
 }
 
 /**
- * A page of operations, newest first, matching `filters`, of at most `size` rows, starting after
- * the cursor `filters.after`. Reads the newest SCAN_LIMIT operations of the state (or of all
- * states) through `ledger.list` and filters them.
+ * A page of operations, newest first, matching `filters`, of at most `size` rows, after the
+ * cursor `filters.after`: one keyset query of the ledger (`size + 1` rows, to know whether there is
+ * a next page), never an offset.
  */
 export async function operationsPage(
   store: Pick<IdemStore, 'ledger'>,
   filters: ListFilters,
   size: number,
 ): Promise<OperationsPage> {
-  const scanned = await store.ledger.list({
-    limit: SCAN_LIMIT,
+  const rows = await store.ledger.list({
+    limit: size + 1,
     ...(filters.state === undefined ? {} : { status: filters.state }),
+    ...(filters.operation === undefined ? {} : { operation: filters.operation }),
+    ...(filters.workspace === undefined ? {} : { workspace: filters.workspace }),
+    ...(filters.principal === undefined ? {} : { principal: filters.principal }),
+    ...(filters.from === undefined ? {} : { createdFrom: filters.from }),
+    ...(filters.to === undefined ? {} : { createdBefore: filters.to }),
+    ...(filters.after === undefined ? {} : { after: filters.after }),
   });
-  let rows = scanned.filter((r) => matches(r, filters));
-  if (filters.after !== undefined) {
-    const at = rows.findIndex((r) => r.operationId === filters.after);
-    rows = at === -1 ? [] : rows.slice(at + 1);
-  }
   const page = rows.slice(0, size);
-  const next = rows.length > size ? page.at(-1)?.operationId : undefined;
-  return { rows: page, next, truncated: scanned.length >= SCAN_LIMIT };
+  const last = page.at(-1);
+  return {
+    rows: page,
+    next:
+      rows.length > size && last !== undefined
+        ? { createdAt: last.createdAt, operationId: last.operationId }
+        : undefined,
+  };
 }

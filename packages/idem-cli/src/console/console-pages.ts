@@ -99,7 +99,7 @@ function deadLettersTable(ctx: PageContext, dead: readonly OutboxMessage[]): Saf
 
 /** What the overview shows. */
 export interface OverviewData {
-  readonly counts: ReadonlyArray<{ state: string; count: number; capped: boolean }>;
+  readonly counts: ReadonlyArray<{ state: string; count: number | undefined }>;
   readonly unknown: readonly OperationRecord[];
   readonly active: readonly OperationRecord[];
   readonly dead: readonly OutboxMessage[];
@@ -119,9 +119,7 @@ export function overviewBody(ctx: PageContext, data: OverviewData): SafeHtml {
       ${data.counts.map(
         (c) =>
           html`<li>
-            <a href="${ctx.prefix}/operations?state=${c.state}"
-              ><b>${c.count}${c.capped ? '+' : ''}</b>${c.state}</a
-            >
+            <a href="${ctx.prefix}/operations?state=${c.state}"><b>${c.count ?? 'list'}</b>${c.state}</a>
           </li>`,
       )}
     </ul>
@@ -155,7 +153,7 @@ export function listBody(
     to: filters.to === undefined ? undefined : new Date(filters.to).toISOString(),
   }))
     if (v !== undefined) query.set(k, v);
-  if (page.next !== undefined) query.set('after', page.next);
+  if (page.next !== undefined) query.set('after', `${page.next.createdAt}.${page.next.operationId}`);
   return html`<h1>Operations</h1>
     <form class="filters" method="get" action="${ctx.prefix}/operations">
       <label
@@ -184,7 +182,7 @@ export function listBody(
         page.next === undefined
           ? html`<span class="muted">End of list.</span>`
           : html`<a href="${ctx.prefix}/operations?${query.toString()}">Next page</a>`
-      }${page.truncated ? html` <span class="muted">(the newest 1000 of the state are searched)</span>` : ''}
+      }
     </p>`;
 }
 
