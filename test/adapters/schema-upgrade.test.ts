@@ -203,9 +203,9 @@ for (const engine of engines) {
     it('migrates a database that already has one of the new columns', async () => {
       const clock = new FakeClock();
       const column = engine.name === 'sqlite' ? 'INTEGER' : 'BIGINT';
-      // The schema before the migration that added dead_at (SQLite's 3rd, PostgreSQL's 2nd): two
-      // versions back on both.
-      const opened = await engine.open(clock, `ALTER TABLE idem_outbox ADD COLUMN dead_at ${column}`, 2);
+      // The schema before the migration that added dead_at (SQLite's 3rd, PostgreSQL's 2nd).
+      const back = engine.name === 'sqlite' ? SQLITE_SCHEMA_VERSION - 2 : POSTGRES_SCHEMA_VERSION - 1;
+      const opened = await engine.open(clock, `ALTER TABLE idem_outbox ADD COLUMN dead_at ${column}`, back);
       onTestFinished(() => opened.close());
       expect(await opened.version()).toBe(
         engine.name === 'sqlite' ? SQLITE_SCHEMA_VERSION : POSTGRES_SCHEMA_VERSION,
