@@ -18,6 +18,9 @@ import {
 } from '../helpers/store-fixtures.js';
 import { makeDeadLetter, makeOutcomeUnknown } from './console-fixtures.js';
 import type { IncomingMessage } from 'node:http';
+import type { OAuthTokenVerifier } from '@modelcontextprotocol/server';
+import { jwtVerifier } from '../../packages/idem/src/mcp/oauth/jwt-verifier.js';
+import { TestIssuer } from '../helpers/test-issuer.js';
 
 const TOOL_TOKEN = 'tool-token-0123456789abcdef';
 const OPERATOR_TOKEN = 'operator-token-0123456789abcdef';
@@ -37,7 +40,7 @@ afterEach(async () => {
 });
 
 /** A console on an ephemeral loopback port; `tokens` makes it ask for credentials. */
-async function startConsole(tokens?: boolean): Promise<string> {
+async function startConsole(tokens?: boolean, jwt?: OAuthTokenVerifier): Promise<string> {
   t = openTestStore({ path: join(dir, `db-${Math.random().toString(36).slice(2)}.sqlite`) });
   let registry: TokenRegistry | undefined;
   if (tokens === true) {
@@ -55,8 +58,8 @@ async function startConsole(tokens?: boolean): Promise<string> {
     store: t.store,
     prefix: '/console',
     policy: hostOriginPolicy({ bindHost: '127.0.0.1' }),
-    credentials: registry === undefined ? {} : { registry },
-    ...(registry === undefined ? { devPrincipal: 'devop' } : {}),
+    credentials: { ...(registry === undefined ? {} : { registry }), ...(jwt === undefined ? {} : { jwt }) },
+    ...(registry === undefined && jwt === undefined ? { devPrincipal: 'devop' } : {}),
     secureCookies: false,
     retentionMs: 60_000,
     logger: silentLogger,
@@ -253,6 +256,37 @@ describe('the console handler', () => {
 });
 
 describe('operator credentials', () => {
+  it('a JWT with the scope idem:operator signs in as its principal; without the scope it is refused', async () => {
+    const issuer = await TestIssuer.start();
+    try {
+      const audience = 'http://127.0.0.1/console';
+      const verifier = jwtVerifier({ issuer: issuer.issuer, jwksUrl: issuer.jwksUrl, audience });
+      const base = await startConsole(false, verifier);
+      const anonymous = await request(`${base}/`);
+      expect(anonymous.status).toBe(303);
+      const tools = await issuer.sign({ sub: 'agent', scope: 'tools', workspaces: ['ws-1'] }, audience);
+      const refused = await request(`${base}/login`, { form: { token: tools } });
+      expect(refused.status).toBe(401);
+      expect(refused.text).toContain('lacks the scope idem:operator');
+      const foreign = await issuer.sign(
+        { sub: 'oscar', scope: 'idem:operator', workspaces: ['ops'] },
+        'http://elsewhere/',
+      );
+      expect((await request(`${base}/login`, { form: { token: foreign } })).status).toBe(401);
+      const operator = await issuer.sign(
+        { sub: 'oscar', scope: 'idem:operator', workspaces: ['ops'] },
+        audience,
+      );
+      const signedIn = await request(`${base}/login`, { form: { token: operator } });
+      expect(signedIn.status).toBe(303);
+      const page = await request(`${base}/`, { headers: { cookie: cookieOf(signedIn.headers) } });
+      expect(page.status).toBe(200);
+      expect(page.text).toContain('Signed in as <b>oscar</b>');
+    } finally {
+      await issuer.close();
+    }
+  });
+
   it('an operator token calls no tool: /mcp refuses it', async () => {
     const file = join(makeTempDir('idem-console-tokens-'), 'tokens.json');
     writeFileSync(
