@@ -54,3 +54,11 @@ describe('idem ops cancel', () => {
     expect(missing.stderr).toContain('no operation op_nope');
   });
 });
+
+describe('idem console', () => {
+  it('refuses to start on a non-loopback interface without operator credentials', async () => {
+    const run = await runCli(['console', '--host', '0.0.0.0', '--db', join(dir, 'none.sqlite')]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('the console on 0.0.0.0 needs operator credentials');
+  });
+});
