@@ -208,8 +208,7 @@ export function consoleApp(options: ConsoleOptions): ConsoleHandler {
       return page(r, ctx, 200, 'Dead letters', deadLettersBody(ctx, dead), noticeOf(r));
     }
     const match = /^\/operations\/([^/]+)$/.exec(r.path);
-    if (match !== null)
-      return operationPage(r, ctx, decodeURIComponent(match[1] as string), 200, noticeOf(r));
+    if (match !== null) return operationPage(r, ctx, decodePathPart(match[1] as string), 200, noticeOf(r));
     return page(r, ctx, 404, 'Not found', htmlNothing(), { kind: 'error', text: `No page ${r.path}` });
   }
 
@@ -245,7 +244,7 @@ export function consoleApp(options: ConsoleOptions): ConsoleHandler {
     };
     const op = /^\/operations\/([^/]+)\/(resolve|correct|cancel)$/.exec(r.path);
     if (op !== null) {
-      const id = decodeURIComponent(op[1] as string);
+      const id = decodePathPart(op[1] as string);
       const action = op[2] as 'resolve' | 'correct' | 'cancel';
       const back = `${prefix}/operations/${encodeURIComponent(id)}`;
       try {
@@ -351,6 +350,15 @@ function noticeOf(r: Request): Notice | undefined {
     kind: 'ok',
     text: `${DONE[done] as string}${id !== null && /^\d+$/.test(id) ? ` (dead letter ${id})` : ''}`,
   };
+}
+
+/** A path segment decoded; a malformed escape stays as it is (no such operation, not an error). */
+function decodePathPart(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
 }
 
 function htmlNothing(): SafeHtml {
