@@ -4,14 +4,16 @@
 // applications (packages/idem-cli) import the library by its name, `idem` or `idem/<entry>`, as
 // any user's code does, so they use only what the library exports. Inside packages/idem-cli, one
 // application imports another only where APPLICATION_IMPORTS allows it (the CLI runs the reference
-// server and the demo provider).
+// server and the demo provider; the operator console and `idem ops` share the operator actions).
 import { dirname, relative, resolve, sep } from 'node:path';
 
 /** The applications in packages/idem-cli/src, and which other applications each may import. */
 export const APPLICATION_IMPORTS = {
-  cli: ['server', 'provider'],
+  cli: ['server', 'provider', 'ops', 'console'],
   server: [],
   provider: [],
+  ops: ['server'],
+  console: ['server', 'ops'],
 };
 
 /** `{ pkg, room }` of a path under packages/<pkg>/src/<room>, or undefined elsewhere. */

@@ -243,6 +243,8 @@ for (const engine of engines) {
         clock,
         `INSERT INTO idem_tombstones (principal, workspace, operation, version, idem_key, fingerprint,
            receipt_expired_at, expires_at) VALUES ('alice', 'ws-1', 'start_deployment', 1, 'gone', 'f', 1, 9999999999999)`,
+        // The schema before the key-ordered primary keys (SQLite's 5th migration, PostgreSQL's 4th).
+        engine.name === 'sqlite' ? SQLITE_SCHEMA_VERSION - 4 : POSTGRES_SCHEMA_VERSION - 3,
       );
       onTestFinished(() => opened.close());
       const keyOrder = ['principal', 'workspace', 'operation', 'idem_key', 'version'];
@@ -267,9 +269,9 @@ for (const engine of engines) {
     it('migrates a database that already has one of the new columns', async () => {
       const clock = new FakeClock();
       const column = engine.name === 'sqlite' ? 'INTEGER' : 'BIGINT';
-      // The schema before the migration that added dead_at (SQLite's 3rd of 5, PostgreSQL's 2nd of
-      // 4): three versions back on both.
-      const opened = await engine.open(clock, `ALTER TABLE idem_outbox ADD COLUMN dead_at ${column}`, 3);
+      // The schema before the migration that added dead_at (SQLite's 3rd, PostgreSQL's 2nd).
+      const back = engine.name === 'sqlite' ? SQLITE_SCHEMA_VERSION - 2 : POSTGRES_SCHEMA_VERSION - 1;
+      const opened = await engine.open(clock, `ALTER TABLE idem_outbox ADD COLUMN dead_at ${column}`, back);
       onTestFinished(() => opened.close());
       expect(await opened.version()).toBe(
         engine.name === 'sqlite' ? SQLITE_SCHEMA_VERSION : POSTGRES_SCHEMA_VERSION,

@@ -106,7 +106,7 @@ describe('idem CLI conventions: a usage error names the help to read (exit 2, no
     [['frob'], 'idem: unknown command "frob"; see "idem --help"'],
     [
       [],
-      'idem: missing command: serve, proxy, ops, check, migrate, sweep, worker or provider; see "idem --help"',
+      'idem: missing command: serve, proxy, ops, console, check, migrate, sweep, worker or provider; see "idem --help"',
     ],
     [
       ['serve', '--port', 'x'],
@@ -137,11 +137,11 @@ describe('idem CLI conventions: a usage error names the help to read (exit 2, no
     ],
     [
       ['ops'],
-      'idem: ops needs a subcommand: list, show, resolve, dead-letters or requeue; see "idem ops --help"',
+      'idem: ops needs a subcommand: list, show, resolve, cancel, dead-letters or requeue; see "idem ops --help"',
     ],
     [
       ['ops', 'frob', '--help'],
-      'idem: unknown ops subcommand "frob": use list, show, resolve, dead-letters or requeue; ' +
+      'idem: unknown ops subcommand "frob": use list, show, resolve, cancel, dead-letters or requeue; ' +
         'see "idem ops --help"',
     ],
     [['ops', 'requeue'], 'idem: usage: idem ops requeue <id>; see "idem ops --help"'],

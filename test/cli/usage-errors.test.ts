@@ -43,13 +43,13 @@ describe('idem CLI: usage errors exit 2 and say what is accepted', () => {
     const none = await runCli(['ops']);
     expect(none.code).toBe(2);
     expect(none.stderr).toBe(
-      'idem: ops needs a subcommand: list, show, resolve, dead-letters or requeue; see "idem ops --help"\n',
+      'idem: ops needs a subcommand: list, show, resolve, cancel, dead-letters or requeue; see "idem ops --help"\n',
     );
 
     const unknown = await runCli(['ops', 'frob']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe(
-      'idem: unknown ops subcommand "frob": use list, show, resolve, dead-letters or requeue; ' +
+      'idem: unknown ops subcommand "frob": use list, show, resolve, cancel, dead-letters or requeue; ' +
         'see "idem ops --help"\n',
     );
   });

@@ -4,6 +4,7 @@ import { CliError } from './cli-error.js';
 import { providerCommand } from './provider-command.js';
 import { proxyCommand } from './proxy-command.js';
 import { opsCommand } from './ops-command.js';
+import { consoleCommand } from './console-command.js';
 import { workerCommand } from './worker-command.js';
 import { migrateCommand } from './migrate-command.js';
 import { checkCommand } from './check-command.js';
@@ -17,6 +18,7 @@ Commands:
   serve              run the reference MCP server (HTTP on 127.0.0.1:3000, or --stdio)
   proxy              put the retry contract in front of any MCP server (stdio command or URL)
   ops                inspect, settle and correct operations; list and re-queue dead letters
+  console            the operator console: a web application for what idem ops does
   check              check that the mutating tools of any MCP server keep the retry contract
   migrate            create or upgrade the database tables (SQLite or PostgreSQL)
   sweep              expire old receipts into tombstones, delete old tombstones
@@ -37,6 +39,7 @@ const COMMANDS: Readonly<Record<string, (argv: string[], out: Out) => Promise<vo
   serve: serveCommand,
   proxy: proxyCommand,
   ops: opsCommand,
+  console: consoleCommand,
   check: (argv, out) => checkCommand(argv, out),
   migrate: migrateCommand,
   sweep: sweepCommand,

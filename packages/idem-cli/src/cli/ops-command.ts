@@ -1,19 +1,13 @@
 import { parseArgs } from 'node:util';
-import { type JsonObject, type IdemStore, systemClock, isIdemError, DEFAULT_RETENTION_MS } from 'idem';
-import type { Receipt, OperatorChange } from 'idem/store';
-import { operationView } from 'idem/mcp';
-import {
-  OPERATION_STATES,
-  givenFieldsProblem,
-  resolveOperation,
-  type SuccessFieldsByOperation,
-  attemptView,
-} from 'idem/operations';
+import { type JsonObject, type IdemStore, systemClock, DEFAULT_RETENTION_MS } from 'idem';
+import { OPERATION_STATES, attemptView } from 'idem/operations';
 import { CliError } from './cli-error.js';
 import { durationOption, intOption } from './options.js';
 import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
-import { deploymentFields } from '../server/deployment-handler.js';
 import { opsOutboxCommand } from './ops-outbox-command.js';
+import { showView } from '../ops/operation-views.js';
+import { requestCancelAsOperator, resolveOperationAsOperator } from '../ops/operator-actions.js';
+import { OperatorActionError } from '../ops/operator-error.js';
 import { textTable } from './text-table.js';
 
 export const OPS_HELP = `Usage: idem ops list [--status S] [--limit N] [--json] [options]
@@ -23,6 +17,7 @@ export const OPS_HELP = `Usage: idem ops list [--status S] [--limit N] [--json] 
        idem ops resolve <operation_id> --failed --reason TEXT [--by NAME] [options]
        idem ops resolve <operation_id> --correct --succeeded --resource-id R [--result-json JSON]
                         --reason TEXT [--by NAME] [options]
+       idem ops cancel <operation_id> --reason TEXT [--by NAME] [options]
        idem ops dead-letters [--limit N] [--json] [options]
        idem ops requeue <id> [options]
 
@@ -34,6 +29,9 @@ Subcommands:
                 and its audit (every operator change: who, when, the state before, why)
   resolve       settle an outcome_unknown operation after checking the provider by hand; records who,
                 when and why. Any other state is refused, except with --correct
+  cancel        ask for an accepted or running operation to be cancelled, as the cancel tool does
+                (it becomes cancelled once the worker establishes that nothing was or will be
+                done); records who, when and why in its audit
   dead-letters  outbox messages (webhooks) given up on after --outbox-max-attempts sends (see idem
                 serve --help), oldest first
   requeue       make a dead letter due again, with its attempts counted from 0
@@ -56,21 +54,12 @@ ${DATABASE_HELP}
                              start_deployment derives its own from R (values given must then match
                              its field names and JSON types). A name the result sets itself
                              (status, ...) is refused
-  --reason TEXT              resolve: why, kept in the audit
-  --by NAME                  resolve: who, kept in the audit (default $USER)
+  --reason TEXT              resolve, cancel: why, kept in the audit
+  --by NAME                  resolve, cancel: who, kept in the audit (default $USER)
   --retention DUR            resolve: how long the settled operation replays (default 24h)
   -h, --help                 show this help`;
 
-const SUBCOMMANDS: readonly string[] = ['list', 'show', 'resolve', 'dead-letters', 'requeue'];
-
-/**
- * The reference server's durable operations: how a success that an operator establishes gets the
- * fields of one the worker records (its handler, src/server/deployment-handler.ts, knows them; see
- * resolveOperation).
- */
-const REFERENCE_OPERATIONS: SuccessFieldsByOperation = {
-  start_deployment: { successFields: deploymentFields },
-};
+const SUBCOMMANDS: readonly string[] = ['list', 'show', 'resolve', 'cancel', 'dead-letters', 'requeue'];
 
 const CORRECT_FLAGS = '--succeeded --resource-id R --reason TEXT';
 
@@ -121,9 +110,10 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
   if (positionals.length !== operands) throw new CliError(`usage: ${usage}`, 2);
   const opened = await openStore(databaseSpec(values));
   const { store } = opened;
-  if (sub === 'resolve' || sub === 'dead-letters' || sub === 'requeue') {
+  if (sub === 'resolve' || sub === 'cancel' || sub === 'dead-letters' || sub === 'requeue') {
     try {
       if (sub === 'resolve') return await resolveCommand(store, values, positionals, out);
+      if (sub === 'cancel') return await cancelCommand(store, values, positionals, out);
       return await opsOutboxCommand(sub, store, values, positionals, out);
     } finally {
       await opened.close();
@@ -167,31 +157,6 @@ export async function opsCommand(argv: string[], out: (text: string) => void): P
   }
 }
 
-function showView(receipt: Receipt) {
-  return {
-    ...operationView(receipt),
-    principal: receipt.identity.principal,
-    idempotency_key: receipt.identity.key,
-    ...(receipt.audit === undefined ? {} : { audit: receipt.audit.map(changeView) }),
-  };
-}
-
-/** One operator change as `show` prints it (ISO time, snake_case like the rest). */
-function changeView(change: OperatorChange) {
-  return {
-    action: change.action,
-    by: change.by,
-    at: new Date(change.at).toISOString(),
-    from: change.from,
-    to: change.to,
-    ...(change.reason === undefined ? {} : { reason: change.reason }),
-    ...(change.resourceId === undefined ? {} : { resource_id: change.resourceId }),
-    ...(change.previousError === undefined
-      ? {}
-      : { previous_error: { code: change.previousError.code, message: change.previousError.message } }),
-  };
-}
-
 async function resolveCommand(
   store: IdemStore,
   values: {
@@ -223,44 +188,53 @@ async function resolveCommand(
   const retentionMs =
     values.retention === undefined ? DEFAULT_RETENTION_MS : durationOption('--retention', values.retention);
   const by = values.by ?? process.env.USER ?? 'operator';
-  {
-    if (fields !== undefined) {
-      const current = await store.ledger.get(id);
-      const problem =
-        current === undefined
-          ? undefined
-          : givenFieldsProblem(current, REFERENCE_OPERATIONS, {
-              to: 'succeeded',
-              resourceId: values['resource-id'],
-              fields,
-            });
-      if (problem !== undefined) throw new CliError(`--result-json: ${problem}`, 2);
-    }
-    const now = systemClock.now();
-    let record;
-    try {
-      record = await resolveOperation(store.ledger, REFERENCE_OPERATIONS, id, {
-        to: values.succeeded ? 'succeeded' : 'failed',
-        by,
-        now,
-        expiresAt: now + retentionMs,
-        ...(values['resource-id'] === undefined ? {} : { resourceId: values['resource-id'] }),
-        ...(values.reason === undefined ? {} : { reason: values.reason }),
-        ...(values.correct ? { correct: true } : {}),
-        ...(fields === undefined ? {} : { fields }),
-      });
-    } catch (error) {
-      if (isIdemError(error) && error.code === 'invalid_argument') {
-        const current = values.correct ? undefined : await store.ledger.get(id);
-        const correctable = current?.status === 'failed' || current?.status === 'cancelled';
-        throw new CliError(
-          correctable ? `${error.message}: idem ops resolve ${id} --correct ${CORRECT_FLAGS}` : error.message,
-        );
-      }
-      throw error;
-    }
-    if (record === undefined) throw new CliError(`no operation ${id}`);
-    out(`${JSON.stringify(showView(record), null, 2)}\n`);
+  let record;
+  try {
+    record = await resolveOperationAsOperator(store, {
+      operationId: id,
+      to: values.succeeded ? 'succeeded' : 'failed',
+      by,
+      now: systemClock.now(),
+      retentionMs,
+      ...(values['resource-id'] === undefined ? {} : { resourceId: values['resource-id'] }),
+      ...(values.reason === undefined ? {} : { reason: values.reason }),
+      ...(values.correct ? { correct: true } : {}),
+      ...(fields === undefined ? {} : { fields }),
+    });
+  } catch (error) {
+    if (!(error instanceof OperatorActionError)) throw error;
+    if (error.field === 'fields') throw new CliError(`--result-json: ${error.message}`, 2);
+    if (error.kind === 'usage') throw new CliError(error.message, 2);
+    throw new CliError(
+      error.correctable
+        ? `${error.message}: idem ops resolve ${id} --correct ${CORRECT_FLAGS}`
+        : error.message,
+    );
+  }
+  out(`${JSON.stringify(showView(record), null, 2)}\n`);
+}
+
+/** `idem ops cancel <operation_id> --reason TEXT [--by NAME]`. */
+async function cancelCommand(
+  store: IdemStore,
+  values: { reason?: string; by?: string },
+  positionals: string[],
+  out: (text: string) => void,
+): Promise<void> {
+  const id = positionals[0] as string;
+  if (values.reason === undefined || values.reason.trim() === '')
+    throw new CliError('cancel needs --reason TEXT', 2);
+  try {
+    const { record, cancel } = await requestCancelAsOperator(store, {
+      operationId: id,
+      reason: values.reason,
+      by: values.by ?? process.env.USER ?? 'operator',
+      now: systemClock.now(),
+    });
+    out(`${JSON.stringify({ ...showView(record), cancel }, null, 2)}\n`);
+  } catch (error) {
+    if (!(error instanceof OperatorActionError)) throw error;
+    throw new CliError(error.message, error.kind === 'usage' ? 2 : 1);
   }
 }
 
@@ -285,6 +259,7 @@ const OPERANDS: Readonly<Record<string, readonly [number, string]>> = {
   list: [0, 'idem ops list [--status S] [--limit N]'],
   show: [1, 'idem ops show <operation_id>'],
   resolve: [1, 'idem ops resolve <operation_id> --succeeded|--failed'],
+  cancel: [1, 'idem ops cancel <operation_id> --reason TEXT'],
   'dead-letters': [0, 'idem ops dead-letters [--limit N] [--json]'],
   requeue: [1, 'idem ops requeue <id>'],
 };

@@ -1,6 +1,8 @@
-import { systemClock, type JsonObject, type IdemStore } from 'idem';
-import type { OutboxMessage } from 'idem/store';
+import { systemClock, type IdemStore } from 'idem';
 import { CliError } from './cli-error.js';
+import { iso, messageView } from '../ops/operation-views.js';
+import { requeueDeadLetter } from '../ops/operator-actions.js';
+import { OperatorActionError } from '../ops/operator-error.js';
 import { intOption } from './options.js';
 import { textTable } from './text-table.js';
 
@@ -20,8 +22,13 @@ export async function opsOutboxCommand(
     const raw = positionals[0];
     if (raw === undefined || positionals.length > 1) throw new CliError('usage: idem ops requeue <id>', 2);
     const id = intOption('<id>', raw, 1, Number.MAX_SAFE_INTEGER);
-    const requeued = await store.outbox.requeue(id, systemClock.now());
-    if (requeued === undefined) throw new CliError(`no dead letter ${id}`);
+    let requeued;
+    try {
+      requeued = await requeueDeadLetter(store, id, systemClock.now());
+    } catch (error) {
+      if (error instanceof OperatorActionError) throw new CliError(error.message);
+      throw error;
+    }
     out(`${JSON.stringify(messageView(requeued), null, 2)}\n`);
     return;
   }
@@ -43,21 +50,4 @@ export async function opsOutboxCommand(
       '(no dead letters)',
     ),
   );
-}
-
-function messageView(message: OutboxMessage): JsonObject {
-  const view: Record<string, string | number | undefined> = {
-    id: message.id,
-    dedup_key: message.dedupKey,
-    destination: message.destination,
-    attempts: message.attempts,
-    last_error: message.lastError,
-    created_at: iso(message.createdAt),
-    dead_at: iso(message.deadAt),
-  };
-  return Object.fromEntries(Object.entries(view).filter(([, v]) => v !== undefined)) as JsonObject;
-}
-
-function iso(ms: number | undefined): string | undefined {
-  return ms === undefined ? undefined : new Date(ms).toISOString();
 }

@@ -15,14 +15,15 @@ import { startBackgroundWork } from '../server/background-work.js';
 import { armTestFaults } from './test-faults.js';
 import { WORK_OPTIONS, workHelp, workSettings } from './work-options.js';
 import { HTTP_HELP, HTTP_OPTIONS, httpSettings } from './http-options.js';
-import { startHttpServer } from '../server/http-server.js';
+import { isLoopback, startHttpServer } from '../server/http-server.js';
+import { consoleApp } from '../console/console-app.js';
 import { ReferenceApp } from '../server/reference-app.js';
 import { PostgresReferenceApp } from '../server/postgres-reference-app.js';
 import type { ServerApp } from '../server/server-app.js';
 import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec } from './database-options.js';
 import { serveStdio } from '../server/stdio-server.js';
 import { startSweeper } from '../server/sweeper.js';
-import { TokenRegistry, type Grant } from '../server/token-registry.js';
+import { TokenRegistry, isOperatorGrant, type Grant } from '../server/token-registry.js';
 import { CliError } from './cli-error.js';
 import { startTelemetry } from './start-telemetry.js';
 import { durationOption, dutyOption, intOption } from './options.js';
@@ -58,6 +59,10 @@ ${HTTP_HELP}
   --synchronous FULL|NORMAL  SQLite durability (default FULL)
   --in-flight-wait DUR       a retry of a running operation waits this long (default 2s)
   --no-worker                do not run the worker here (run \`idem worker\` instead)
+  --console                  also serve the operator console at http://HOST:PORT/console/ (see
+                             idem console --help): tokens with "role": "operator" sign in, or
+                             JWTs of --jwt-issuer with the scope idem:operator and the audience
+                             of /mcp; without --tokens and --jwt-issuer, loopback dev mode
 ${workHelp('without it an\nin-process demo provider is started')}
 ${commandHelp('Without it, no command tool is listed')}
   -h, --help                 show this help
@@ -88,6 +93,7 @@ export async function serveCommand(argv: string[], out: (text: string) => void):
       synchronous: { type: 'string', default: 'FULL' },
       'in-flight-wait': { type: 'string', default: '2s' },
       'no-worker': { type: 'boolean', default: false },
+      console: { type: 'boolean', default: false },
       ...WORK_OPTIONS,
       ...HTTP_OPTIONS,
       ...COMMAND_OPTIONS,
@@ -118,6 +124,7 @@ export async function serveCommand(argv: string[], out: (text: string) => void):
   const inFlightWaitMs = durationOption('--in-flight-wait', values['in-flight-wait'], 60_000);
   const work = workSettings(values);
   const http = httpSettings(values, values.host);
+  if (values.stdio && values.console) throw new CliError('--console is for HTTP, not --stdio', 2);
   if (values.stdio && http.oauth !== undefined)
     throw new CliError('--jwt-* options are for HTTP; over --stdio use --tokens and $IDEM_TOKEN', 2);
   const commands = commandSettings(values, database);
@@ -229,10 +236,16 @@ export async function serveCommand(argv: string[], out: (text: string) => void):
     let grant = () => devGrant;
     if (registry !== undefined) {
       const token = process.env.IDEM_TOKEN;
-      if (token === undefined || registry.grantFor(token) === undefined)
-        throw new CliError('with --stdio and --tokens, set IDEM_TOKEN to one of the tokens');
+      const tokenGrant = token === undefined ? undefined : registry.grantFor(token);
+      if (token === undefined || tokenGrant === undefined || isOperatorGrant(tokenGrant))
+        throw new CliError(
+          'with --stdio and --tokens, set IDEM_TOKEN to one of the tokens (not an operator token)',
+        );
       // Looked up again for every message: the tokens file may revoke it while we run.
-      grant = () => registry.grantFor(token);
+      grant = () => {
+        const current = registry.grantFor(token);
+        return current === undefined || isOperatorGrant(current) ? undefined : current;
+      };
     }
     close = await serveStdio(app, grant);
     logger.info('idem.serving', { transport: 'stdio', db: database.label });
@@ -245,11 +258,34 @@ export async function serveCommand(argv: string[], out: (text: string) => void):
       ...(http.allowedHosts === undefined ? {} : { allowedHosts: http.allowedHosts }),
       ...(http.allowedOrigins === undefined ? {} : { allowedOrigins: http.allowedOrigins }),
       limits: http.limits,
+      ...(values.console
+        ? {
+            mount: {
+              prefix: '/console',
+              make: ({ policy, verifier }) =>
+                consoleApp({
+                  store: app.store,
+                  prefix: '/console',
+                  policy,
+                  credentials: {
+                    ...(registry === undefined ? {} : { registry }),
+                    ...(verifier === undefined ? {} : { jwt: verifier }),
+                  },
+                  ...(devGrant === undefined ? {} : { devPrincipal: process.env.USER || 'operator' }),
+                  secureCookies: !isLoopback(values.host),
+                  retentionMs,
+                  logger,
+                  clock: app.clock,
+                }),
+            },
+          }
+        : {}),
     });
     close = running.close;
     logger.info('idem.serving', {
       transport: 'http',
       url: running.url,
+      ...(values.console ? { console: running.url.replace(/\/mcp$/, '/console/') } : {}),
       db: database.label,
       allowed_hosts: running.policy.hosts.join(','),
       allowed_origins: running.policy.origins.join(','),

@@ -7,7 +7,7 @@ import {
   type OAuthTokenVerifier,
 } from '@modelcontextprotocol/server';
 import { grantAuthInfo } from './grant-auth-info.js';
-import type { Grant, TokenRegistry } from './token-registry.js';
+import { isOperatorGrant, type Grant, type TokenRegistry } from './token-registry.js';
 
 /** An OAuth 2.1 resource server's settings: how tokens are verified and where clients learn more. */
 export interface OAuthSettings {
@@ -52,6 +52,21 @@ export async function authenticateRequest(req: IncomingMessage, settings: AuthSe
     match === null || settings.registry === undefined
       ? undefined
       : settings.registry.grantFor(match[1] as string);
+  // An operator's token opens the console only: it is no tool access.
+  if (grant !== undefined && isOperatorGrant(grant)) {
+    return {
+      ok: false,
+      reason: 'operator_token',
+      reply: {
+        status: 403,
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({
+          error: 'forbidden',
+          message: 'an operator token opens the operator console, not the tools',
+        }),
+      },
+    };
+  }
   if (grant !== undefined) return { ok: true, auth: grantAuthInfo(grant, 'bearer') };
   const oauth = settings.oauth;
   if (oauth === undefined) {

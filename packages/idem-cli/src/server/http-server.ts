@@ -38,6 +38,22 @@ export interface HttpServerOptions {
   /** `Origin` hostnames to answer (default: the allowed hosts). */
   allowedOrigins?: readonly string[];
   limits?: Partial<HttpLimits>;
+  /**
+   * Another application served beside `/mcp` under `prefix` (the operator console): made once the
+   * server listens, with its URL, its Host/Origin policy and (in OAuth mode) the JWT verifier of
+   * `/mcp`. Requests under the prefix pass the Host/Origin check first, then go to `handle`.
+   */
+  mount?: HttpMount;
+}
+
+/** An application mounted beside `/mcp` (see HttpServerOptions.mount). */
+export interface HttpMount {
+  readonly prefix: string;
+  make(info: {
+    readonly url: string;
+    readonly policy: HostOriginPolicy;
+    readonly verifier: OAuthTokenVerifier | undefined;
+  }): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 }
 
 export interface RunningHttpServer {
@@ -62,6 +78,10 @@ interface Context {
   readonly resource: ProtectedResource | undefined;
   readonly limits: HttpLimits;
   readonly budget: BodyBudget;
+  readonly mounted?: {
+    readonly prefix: string;
+    handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  };
 }
 
 /**
@@ -121,9 +141,14 @@ export async function startHttpServer(app: McpApp, options: HttpServerOptions): 
     ...(options.allowedOrigins === undefined ? {} : { allowedOrigins: options.allowedOrigins }),
     ...(audience === undefined ? {} : { extraHosts: [new URL(audience).hostname] }),
   });
+  const verifier = oauth === undefined || audience === undefined ? undefined : oauth.makeVerifier(audience);
+  const mount = options.mount;
   ready.context = {
     app,
     policy,
+    ...(mount === undefined
+      ? {}
+      : { mounted: { prefix: mount.prefix, handle: mount.make({ url, policy, verifier }) } }),
     resource,
     limits,
     budget: new BodyBudget(limits.maxBufferedBytes),
@@ -134,7 +159,7 @@ export async function startHttpServer(app: McpApp, options: HttpServerOptions): 
         ? {}
         : {
             oauth: {
-              verifier: oauth.makeVerifier(audience),
+              verifier: verifier ?? oauth.makeVerifier(audience),
               requiredScopes: oauth.requiredScopes ?? [],
               resourceMetadataUrl: resource.metadataUrl,
               expectedResource: new URL(audience),
@@ -165,6 +190,9 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
   }
   const path = (req.url ?? '/').split('?')[0] as string;
   if (ctx.resource?.paths.includes(path)) return sendReply(res, metadataReply(req.method, ctx.resource));
+  const mounted = ctx.mounted;
+  if (mounted !== undefined && (path === mounted.prefix || path.startsWith(`${mounted.prefix}/`)))
+    return mounted.handle(req, res);
   if (path !== '/mcp') return sendJson(res, 404, { error: 'not_found', message: 'the MCP endpoint is /mcp' });
   if (req.method !== 'POST') {
     res.setHeader('Allow', 'POST');

@@ -4,10 +4,21 @@ import { unstorableText } from 'idem/store';
 import { jsonDuplicateKey, type DuplicateKey } from './json-duplicate-key.js';
 import { jsonErrorPosition } from './json-error-position.js';
 
-/** What one bearer token may do: act as `principal`, in these workspaces only. */
+/**
+ * What one bearer token may do: act as `principal`, in these workspaces only. A token with
+ * `role: 'operator'` is an operator's credential instead: it opens the operator console (as
+ * `principal`, kept in the audit of what it does) and calls no tool.
+ */
 export interface Grant {
   readonly principal: string;
   readonly workspaces: readonly string[];
+  /** `operator`: the console only; absent (or `tools`): the MCP tools only. */
+  readonly role?: 'operator' | 'tools';
+}
+
+/** Whether a grant is an operator's (the console's) rather than tool access. */
+export function isOperatorGrant(grant: Grant): boolean {
+  return grant.role === 'operator';
 }
 
 export const MIN_TOKEN_LENGTH = 16;
@@ -23,7 +34,8 @@ export interface TokenRegistryOptions {
 
 /**
  * Bearer tokens, each with its own grant. Loaded from a JSON file
- * `{"<token>": {"principal": "<id>", "workspaces": ["<ws>"]}}`; a token acts in ITS workspaces only,
+ * `{"<token>": {"principal": "<id>", "workspaces": ["<ws>"]}}` (an operator's:
+ * `{"principal": "<id>", "role": "operator"}`); a token acts in ITS workspaces only,
  * even when another token names the same principal. Re-read when the file changes, so that revoking
  * takes effect without a restart (and then also refuses replays). A re-read that fails (the file is
  * deleted, unreadable, not UTF-8, not JSON, lists a token twice, or has an invalid entry) fails
@@ -186,7 +198,8 @@ function readTokensFile(path: string): Map<string, Grant> {
   Object.entries(parsed).forEach(([token, value], index) => {
     const problem = entryProblem(token, value);
     if (problem !== undefined) throw invalid(`entry ${index + 1}: ${problem}`);
-    byToken.set(token, value as Grant);
+    const entry = value as Grant;
+    byToken.set(token, entry.workspaces === undefined ? { ...entry, workspaces: [] } : entry);
   });
   return byToken;
 }
@@ -199,17 +212,21 @@ function entryProblem(token: string, value: unknown): string | undefined {
     return 'must be an object {principal, workspaces}';
   }
   const grant = value as Record<string, unknown>;
-  const unknown = Object.keys(grant).find((field) => field !== 'principal' && field !== 'workspaces');
+  const unknown = Object.keys(grant).find(
+    (field) => field !== 'principal' && field !== 'workspaces' && field !== 'role',
+  );
   if (unknown !== undefined) {
     return unknown.length <= 40 ? `unknown field ${JSON.stringify(unknown)}` : 'an unknown field';
   }
+  if ('role' in grant && grant.role !== 'operator' && grant.role !== 'tools')
+    return 'role: must be "operator" (the console) or "tools" (the default)';
   if (!('principal' in grant)) return 'principal: required';
   if (!isName(grant.principal, MAX_PRINCIPAL_LENGTH)) {
     return `principal: must be a string of 1 to ${MAX_PRINCIPAL_LENGTH} characters`;
   }
   const principalProblem = unstorableText(grant.principal);
   if (principalProblem !== undefined) return `principal: ${principalProblem}`;
-  if (!('workspaces' in grant)) return 'workspaces: required';
+  if (!('workspaces' in grant)) return grant.role === 'operator' ? undefined : 'workspaces: required';
   if (!Array.isArray(grant.workspaces)) return 'workspaces: must be an array of strings';
   const bad = grant.workspaces.findIndex((ws) => !isName(ws, MAX_WORKSPACE_LENGTH));
   if (bad !== -1) return `workspaces[${bad}]: must be a string of 1 to ${MAX_WORKSPACE_LENGTH} characters`;

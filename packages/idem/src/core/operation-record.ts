@@ -57,10 +57,11 @@ export interface OperationRecord {
 /**
  * One operator change, kept with the record for as long as the record: who, when, the state before
  * and after, and why. `resolve` settled an `outcome_unknown`; `correct` changed a final `failed` or
- * `cancelled` to `succeeded` once the effect was found to exist.
+ * `cancelled` to `succeeded` once the effect was found to exist; `cancel` asked for an `accepted` or
+ * `running` operation to be cancelled (`to` is `cancel_requested`; the worker settles it).
  */
 export interface OperatorChange {
-  readonly action: 'resolve' | 'correct';
+  readonly action: 'resolve' | 'correct' | 'cancel';
   readonly by: string;
   /** Epoch ms. */
   readonly at: number;

@@ -18,6 +18,7 @@ export {
 } from './durable-handler.js';
 export { resolveOperation, givenFieldsProblem, type SuccessFieldsByOperation } from './operation-resolver.js';
 export type { Resolution } from './ledger-transitions.js';
+export { requestOperatorCancel, type OperatorCancel, type OperatorCancelResult } from './operator-cancel.js';
 export type { OperatorResolution } from '../core/operation-changes.js';
 export {
   startWorker,

@@ -10,8 +10,10 @@ export {
 export type {
   AttemptEnd,
   ClaimOptions,
+  CountOptions,
   LedgerUpdate,
   LedgerWrite,
+  ListCursor,
   ListOptions,
   OperationsLedger,
   RenewOptions,

@@ -2,12 +2,43 @@ import type { AttemptRecord, OperationRecord } from '../core/operation-record.js
 import type { AttemptClosure, RecordChange } from '../core/operation-changes.js';
 import type { SignalOption } from './maybe-async.js';
 
-/** Which operations `list` returns: those in one state (default any), at most `limit`. */
+/** Where a page of `list` continues: after this row, in the list's order (keyset paging). */
+export interface ListCursor {
+  /** The row's `createdAt`, epoch ms. */
+  readonly createdAt: number;
+  readonly operationId: string;
+}
+
+/**
+ * Which operations `list` returns: those matching every filter given (each exact), in creation
+ * order (newest first unless `order` is `oldest`; ties by operation id), after `after`, at most
+ * `limit`.
+ */
 export interface ListOptions extends SignalOption {
   /** Only operations in this state. */
   readonly status?: string;
   /** Default 100. */
   readonly limit?: number;
+  /** Only operations of this tool (`identity.operation`). */
+  readonly operation?: string;
+  /** Only operations in this workspace. */
+  readonly workspace?: string;
+  /** Only operations of this principal. */
+  readonly principal?: string;
+  /** Only operations created at or after this time, epoch ms. */
+  readonly createdFrom?: number;
+  /** Only operations created before this time, epoch ms. */
+  readonly createdBefore?: number;
+  /** Continue after this row (the last of the previous page): never an offset. */
+  readonly after?: ListCursor;
+  /** `newest` first (default) or `oldest` first. */
+  readonly order?: 'newest' | 'oldest';
+}
+
+/** What `countByState` counts: every state, or with `open` the open states only. */
+export interface CountOptions extends SignalOption {
+  /** Only accepted, running, cancel_requested and outcome_unknown. */
+  readonly open?: boolean;
 }
 
 /** Who claims an operation, when, and for how long. */
@@ -67,8 +98,18 @@ export interface AttemptEnd extends SignalOption {
 export interface OperationsLedger {
   /** MUST see committed data only; SHOULD not take the write lock. */
   get(operationId: string, options?: SignalOption): Promise<OperationRecord | undefined>;
-  /** Newest first (by creation), at most `limit`. MUST see committed data only. */
+  /**
+   * The operations matching `options`' filters, newest first by creation (or oldest first), ties
+   * by operation id, strictly after `options.after` in that order, at most `limit`. MUST see
+   * committed data only.
+   */
   list(options?: ListOptions): Promise<OperationRecord[]>;
+  /**
+   * How many operations are in each state, by state name (a state without any MAY be absent);
+   * with `open`, only the open states (accepted, running, cancel_requested, outcome_unknown),
+   * which stores can count without reading the final ones. MUST see committed data only.
+   */
+  countByState(options?: CountOptions): Promise<Readonly<Record<string, number>>>;
   /** The operation's attempts by number. */
   attempts(operationId: string, options?: SignalOption): Promise<AttemptRecord[]>;
   /**

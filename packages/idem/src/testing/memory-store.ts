@@ -197,11 +197,36 @@ function memoryLedger(state: MemoryState, guard: Guard): OperationsLedger {
     },
     async list(options: ListOptions = {}) {
       guard(options.signal);
+      const sign = options.order === 'oldest' ? -1 : 1;
+      const newerFirst = (a: { createdAt: number; operationId: string }, b: typeof a) =>
+        b.createdAt - a.createdAt ||
+        (b.operationId < a.operationId ? -1 : b.operationId > a.operationId ? 1 : 0);
+      const after = options.after;
       return [...state.operations.values()]
-        .filter((s) => options.status === undefined || s.record.status === options.status)
-        .sort((a, b) => b.record.createdAt - a.record.createdAt || b.seq - a.seq)
+        .map((s) => s.record)
+        .filter(
+          (r) =>
+            (options.status === undefined || r.status === options.status) &&
+            (options.operation === undefined || r.identity.operation === options.operation) &&
+            (options.workspace === undefined || r.identity.workspace === options.workspace) &&
+            (options.principal === undefined || r.identity.principal === options.principal) &&
+            (options.createdFrom === undefined || r.createdAt >= options.createdFrom) &&
+            (options.createdBefore === undefined || r.createdAt < options.createdBefore) &&
+            (after === undefined || sign * newerFirst(after, r) < 0),
+        )
+        .sort((a, b) => sign * newerFirst(a, b))
         .slice(0, options.limit ?? 100)
-        .map((s) => clean(s.record));
+        .map((r) => clean(r));
+    },
+    async countByState(options = {}) {
+      guard(options.signal);
+      const counts: Record<string, number> = {};
+      for (const s of state.operations.values()) {
+        if (options.open === true && !isActive(s.record.status) && s.record.status !== 'outcome_unknown')
+          continue;
+        counts[s.record.status] = (counts[s.record.status] ?? 0) + 1;
+      }
+      return counts;
     },
     async attempts(operationId, options = {}) {
       guard(options.signal);

@@ -107,6 +107,13 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE idem_tombstones ADD CONSTRAINT idem_tombstones_pkey
     PRIMARY KEY (principal, workspace, operation, idem_key, version);
   `,
+  // 5: the operator's lists of open work (outcome_unknown oldest first, running, accepted,
+  // cancel_requested) by state and creation, without a scan. Partial: a receipt, born succeeded,
+  // never enters it, so first executions of inline tools pay nothing for it.
+  `
+  CREATE INDEX IF NOT EXISTS idem_operations_open ON idem_operations (status, created_at, operation_id)
+    WHERE status IN ('accepted', 'running', 'cancel_requested', 'outcome_unknown');
+  `,
 ];
 
 /** An arbitrary constant: the advisory lock that serializes migrations across instances. */

@@ -28,6 +28,26 @@ export function sharedSql(dialect: SqlDialect) {
       'list_status',
       'SELECT * FROM idem_operations WHERE status = ? ORDER BY created_at DESC, operation_id DESC LIMIT ?',
     ),
+    countByState: s('count_by_state', 'SELECT status, COUNT(*) AS n FROM idem_operations GROUP BY status'),
+    // The partial index idem_operations_open's own WHERE, word for word (SQLite needs it so).
+    countOpenByState: s(
+      'count_open_by_state',
+      "SELECT status, COUNT(*) AS n FROM idem_operations WHERE status IN ('accepted', 'running', 'cancel_requested', 'outcome_unknown') GROUP BY status",
+    ),
+    /**
+     * A filtered `list` (ledger ListOptions): `where` are conditions with `?` placeholders (a state
+     * is inlined as a literal by the caller, so that a partial index on the open states can serve
+     * it); not a named statement, as the set of filters varies.
+     */
+    listWhere: (where: readonly string[], order: 'newest' | 'oldest'): SqlStatement => {
+      const dir = order === 'oldest' ? 'ASC' : 'DESC';
+      const clause = where.length === 0 ? '' : ` WHERE ${where.join(' AND ')}`;
+      return {
+        text: dialect.placeholders(
+          `SELECT * FROM idem_operations${clause} ORDER BY created_at ${dir}, operation_id ${dir} LIMIT ?`,
+        ),
+      };
+    },
     deleteTombstone: s(
       'delete_tombstone',
       `DELETE FROM idem_tombstones WHERE principal = ? AND workspace = ? AND operation = ? AND version = ? AND idem_key = ?`,

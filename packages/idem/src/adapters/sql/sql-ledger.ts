@@ -6,6 +6,7 @@ import type { SignalOption } from '../../ports/maybe-async.js';
 import type {
   AttemptEnd,
   ClaimOptions,
+  CountOptions,
   LedgerUpdate,
   LedgerWrite,
   ListOptions,
@@ -14,7 +15,64 @@ import type {
 } from '../../ports/operations-ledger.js';
 import { changeParams, toAttempt, toRecord, type AttemptRow, type OperationRow } from '../operation-rows.js';
 import type { SharedSql } from './shared-sql.js';
+import { OPERATION_STATES } from '../../core/operation-state.js';
 import type { SqlConnection, SqlDriver, SqlValue } from './sql-driver.js';
+
+/** The states the partial index `idem_operations_open` holds (migration: SQLite 5, PostgreSQL 4). */
+const OPEN_STATES: ReadonlySet<string> = new Set([
+  'accepted',
+  'running',
+  'cancel_requested',
+  'outcome_unknown',
+]);
+
+/** The partial index's own WHERE, word for word: SQLite uses a partial index only for a query that repeats it. */
+const OPEN_TERM = "status IN ('accepted', 'running', 'cancel_requested', 'outcome_unknown')";
+
+/**
+ * The WHERE conditions and parameters of a filtered list. A state of OPERATION_STATES is inlined
+ * as a literal (it is one of a fixed set of words), so that the planner sees it when it prepares
+ * the statement; an open state also gets the partial index's own term, so that both engines can
+ * serve it from `idem_operations_open` (in creation order, without a sort). Any other state is a
+ * parameter.
+ */
+export function listFilters(options: ListOptions): { where: string[]; params: SqlValue[] } {
+  const where: string[] = [];
+  const params: SqlValue[] = [];
+  if (options.status !== undefined) {
+    if (OPEN_STATES.has(options.status)) where.push(OPEN_TERM);
+    if ((OPERATION_STATES as readonly string[]).includes(options.status))
+      where.push(`status = '${options.status}'`);
+    else {
+      where.push('status = ?');
+      params.push(options.status);
+    }
+  }
+  const exact: ReadonlyArray<[string, string | undefined]> = [
+    ['operation', options.operation],
+    ['workspace', options.workspace],
+    ['principal', options.principal],
+  ];
+  for (const [column, value] of exact) {
+    if (value === undefined) continue;
+    where.push(`${column} = ?`);
+    params.push(value);
+  }
+  if (options.createdFrom !== undefined) {
+    where.push('created_at >= ?');
+    params.push(options.createdFrom);
+  }
+  if (options.createdBefore !== undefined) {
+    where.push('created_at < ?');
+    params.push(options.createdBefore);
+  }
+  if (options.after !== undefined) {
+    const cmp = options.order === 'oldest' ? '>' : '<';
+    where.push(`(created_at ${cmp} ? OR (created_at = ? AND operation_id ${cmp} ?))`);
+    params.push(options.after.createdAt, options.after.createdAt, options.after.operationId);
+  }
+  return { where, params };
+}
 
 /** The operations ledger over any SQL driver: the shared statements, each change in one transaction. */
 export class SqlLedger implements OperationsLedger {
@@ -37,6 +95,24 @@ export class SqlLedger implements OperationsLedger {
 
   list(options: ListOptions = {}): Promise<OperationRecord[]> {
     const limit = options.limit ?? 100;
+    const filtered =
+      options.operation !== undefined ||
+      options.workspace !== undefined ||
+      options.principal !== undefined ||
+      options.createdFrom !== undefined ||
+      options.createdBefore !== undefined ||
+      options.after !== undefined ||
+      options.order === 'oldest' ||
+      (options.status !== undefined && OPEN_STATES.has(options.status));
+    if (filtered) {
+      const { where, params } = listFilters(options);
+      const statement = this.#sql.listWhere(where, options.order ?? 'newest');
+      return this.#driver.read(
+        (conn) =>
+          andThen(conn.all<OperationRow>(statement, [...params, limit]), (rows) => rows.map(toRecord)),
+        options,
+      );
+    }
     return this.#driver.read(
       (conn) =>
         andThen(
@@ -44,6 +120,17 @@ export class SqlLedger implements OperationsLedger {
             ? conn.all<OperationRow>(this.#sql.list, [limit])
             : conn.all<OperationRow>(this.#sql.listByStatus, [options.status, limit]),
           (rows) => rows.map(toRecord),
+        ),
+      options,
+    );
+  }
+
+  countByState(options: CountOptions = {}): Promise<Readonly<Record<string, number>>> {
+    const statement = options.open === true ? this.#sql.countOpenByState : this.#sql.countByState;
+    return this.#driver.read(
+      (conn) =>
+        andThen(conn.all<{ status: string; n: number | string | bigint }>(statement, []), (rows) =>
+          Object.fromEntries(rows.map((row) => [row.status, Number(row.n)])),
         ),
       options,
     );

@@ -117,6 +117,13 @@ const MIGRATIONS: ReadonlyArray<string | ((db: SqliteDatabase) => void)> = [
       'CREATE INDEX idem_tombstones_expires_at ON idem_tombstones (expires_at)',
     ]);
   },
+  // 6: the operator's lists of open work (outcome_unknown oldest first, running, accepted,
+  // cancel_requested) by state and creation, without a scan. Partial: a receipt, born succeeded,
+  // never enters it, so first executions of inline tools pay nothing for it.
+  `
+  CREATE INDEX IF NOT EXISTS idem_operations_open ON idem_operations (status, created_at, operation_id)
+    WHERE status IN ('accepted', 'running', 'cancel_requested', 'outcome_unknown');
+  `,
 ];
 
 /**

@@ -253,15 +253,18 @@ export class Harness<Tx> {
 
   /** Writes `record` as the executor does: find, then put over what was found. */
   put(record: OperationRecord, store: IdemStore<Tx> = this.t.store): Promise<OperationRecord> {
-    return this.transact(
-      record.identity.key,
-      function* (tx) {
-        const existing = yield* step(tx.find());
-        yield* step(tx.put(record, existing));
-        return record;
-      },
-      store,
-      record.identity.version,
+    const synchronous = store.capabilities.synchronous;
+    // In the record's own identity (principal, workspace, tool, key, version), as the executor does.
+    return store.receipts.transaction(record.identity, (tx) =>
+      run(
+        (function* () {
+          const existing = yield* step(tx.find());
+          yield* step(tx.put(record, existing));
+          return record;
+        })(),
+        synchronous,
+        'the contract body',
+      ),
     );
   }
 

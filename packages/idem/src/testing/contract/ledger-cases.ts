@@ -428,6 +428,79 @@ export function ledgerCases<Tx>(): Array<Case<Tx>> {
       },
     ],
     [
+      'ledger.list: filters by tool, workspace, principal and time; pages with a cursor, either order; countByState',
+      async (h) => {
+        const t0 = h.now;
+        const records = Array.from({ length: 7 }, (_, i) => {
+          const base = acceptedRecord(`page-${i}`, t0 + (i < 5 ? i : 4) * 10);
+          return {
+            ...base,
+            identity: {
+              ...base.identity,
+              workspace: i % 2 === 0 ? 'ws-even' : 'ws-odd',
+              principal: i === 6 ? 'bob' : base.identity.principal,
+            },
+          };
+        });
+        for (const record of records) await h.put(record);
+        const ids = (list: readonly { operationId: string }[]) => list.map((r) => r.operationId);
+        const all = await h.store.ledger.list();
+        assert.equal(all.length, 7);
+        // Total order: creation time, then operation id, newest first.
+        for (let i = 1; i < all.length; i += 1) {
+          const [a, b] = [all[i - 1], all[i]] as [OperationRecord, OperationRecord];
+          assert.ok(
+            a.createdAt > b.createdAt || (a.createdAt === b.createdAt && a.operationId > b.operationId),
+          );
+        }
+        const pages: string[] = [];
+        let after: { createdAt: number; operationId: string } | undefined;
+        for (;;) {
+          const page = await h.store.ledger.list({ limit: 3, ...(after === undefined ? {} : { after }) });
+          pages.push(...ids(page));
+          const last = page.at(-1);
+          if (page.length < 3 || last === undefined) break;
+          after = { createdAt: last.createdAt, operationId: last.operationId };
+        }
+        same(pages, ids(all), 'keyset pages, newest first');
+        const oldest = await h.store.ledger.list({ order: 'oldest', status: 'accepted', limit: 2 });
+        same(ids(oldest), ids(all).reverse().slice(0, 2), 'oldest first');
+        const last = oldest.at(-1) as OperationRecord;
+        same(
+          ids(
+            await h.store.ledger.list({
+              order: 'oldest',
+              after: { createdAt: last.createdAt, operationId: last.operationId },
+            }),
+          ),
+          ids(all).reverse().slice(2),
+          'oldest first, after a cursor',
+        );
+        same(
+          ids(await h.store.ledger.list({ workspace: 'ws-odd' })),
+          ids(all.filter((r) => r.identity.workspace === 'ws-odd')),
+        );
+        same(ids(await h.store.ledger.list({ principal: 'bob' })), [records[6]?.operationId]);
+        same(ids(await h.store.ledger.list({ operation: 'nothing_like_it' })), []);
+        same(
+          ids(
+            await h.store.ledger.list({
+              operation: records[0]?.identity.operation,
+              createdFrom: t0 + 10,
+              createdBefore: t0 + 30,
+            }),
+          ),
+          ids(all.filter((r) => r.createdAt >= t0 + 10 && r.createdAt < t0 + 30)),
+          'a time window',
+        );
+        await requestCancel(h.store.ledger, records[0]?.operationId ?? '', h.now);
+        same(await h.store.ledger.countByState(), { accepted: 6, cancel_requested: 1 });
+        await h.put(receiptRecord('final-1', h.now));
+        same(await h.store.ledger.countByState({ open: true }), { accepted: 6, cancel_requested: 1 });
+        same(await h.store.ledger.countByState(), { accepted: 6, cancel_requested: 1, succeeded: 1 });
+      },
+    ],
+    [
       'ledger.get and list({ status }) see every state',
       async (h) => {
         const byState = new Map<OperationState, string>();

@@ -61,6 +61,8 @@ function abortCase<Tx>(): Case<Tx> {
           ),
         'ledger.get': () => h.store.ledger.get(op.operationId, { signal }),
         'ledger.list': () => h.store.ledger.list({ signal }),
+        'ledger.list (filtered)': () => h.store.ledger.list({ signal, workspace: 'w', order: 'oldest' }),
+        'ledger.countByState': () => h.store.ledger.countByState({ signal }),
         'ledger.attempts': () => h.store.ledger.attempts(op.operationId, { signal }),
         'ledger.claim': () => h.store.ledger.claim({ workerId: 'w1', now: h.now, leaseMs: LEASE_MS, signal }),
         'ledger.renew': () =>
