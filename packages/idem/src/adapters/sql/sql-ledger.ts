@@ -18,7 +18,7 @@ import type { SharedSql } from './shared-sql.js';
 import { OPERATION_STATES } from '../../core/operation-state.js';
 import type { SqlConnection, SqlDriver, SqlValue } from './sql-driver.js';
 
-/** The states the partial index `idem_operations_open` holds (migration: SQLite 5, PostgreSQL 4). */
+/** The states the partial index `idem_operations_open` holds (migration: SQLite 6, PostgreSQL 5). */
 const OPEN_STATES: ReadonlySet<string> = new Set([
   'accepted',
   'running',
