@@ -29,7 +29,7 @@ describe('the open-state lists use the partial index idem_operations_open', () =
           const { where, params } = listFilters({
             status: state,
             order,
-            after: { createdAt: 0, operationId: '' },
+            after: 'op_',
           });
           const statement = sql.listWhere(where, order);
           const plan = db

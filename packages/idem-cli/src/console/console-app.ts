@@ -397,7 +397,7 @@ function filtersOf(query: URLSearchParams): ListFilters {
   };
   const from = timeParam(query.get('from'));
   const to = timeParam(query.get('to'));
-  const cursor = /^(\d{1,16})\.(.{1,200})$/.exec(text('after') ?? '');
+  const cursor = /^[\w-]{1,200}$/.exec(text('after') ?? '');
   const filters: Record<string, unknown> = {
     state: text('state'),
     operation: text('operation'),
@@ -405,7 +405,7 @@ function filtersOf(query: URLSearchParams): ListFilters {
     principal: text('principal'),
     from,
     to,
-    after: cursor === null ? undefined : { createdAt: Number(cursor[1]), operationId: cursor[2] },
+    after: cursor === null ? undefined : cursor[0],
   };
   return Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== undefined)) as ListFilters;
 }

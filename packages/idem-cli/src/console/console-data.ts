@@ -12,14 +12,15 @@ export interface ListFilters {
   readonly from?: number;
   /** Epoch ms: created before. */
   readonly to?: number;
-  /** The cursor: the creation time and id of the last row of the previous page. */
-  readonly after?: { readonly createdAt: number; readonly operationId: string };
+  /** The cursor: the operation id of the last row of the previous page. */
+  readonly after?: string;
 }
 
 /** One page of the operations list: its rows, and the cursor of the next page (if any). */
 export interface OperationsPage {
   readonly rows: readonly OperationRecord[];
-  readonly next: { readonly createdAt: number; readonly operationId: string } | undefined;
+  /** The operation id to continue after, when there is a next page. */
+  readonly next: string | undefined;
 }
 
 /** The states a count is shown for: the open ones, which the partial index counts without a scan. */
@@ -49,7 +50,7 @@ export function oldestFirst(
 }
 
 /**
- * A page of operations, newest first, matching `filters`, of at most `size` rows, after the
+ * A page of operations, newest first (by operation id, which begins with the creation time), matching `filters`, of at most `size` rows, after the
  * cursor `filters.after`: one keyset query of the ledger (`size + 1` rows, to know whether there is
  * a next page), never an offset.
  */
@@ -72,9 +73,6 @@ export async function operationsPage(
   const last = page.at(-1);
   return {
     rows: page,
-    next:
-      rows.length > size && last !== undefined
-        ? { createdAt: last.createdAt, operationId: last.operationId }
-        : undefined,
+    next: rows.length > size && last !== undefined ? last.operationId : undefined,
   };
 }

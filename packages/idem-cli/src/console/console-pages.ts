@@ -153,7 +153,7 @@ export function listBody(
     to: filters.to === undefined ? undefined : new Date(filters.to).toISOString(),
   }))
     if (v !== undefined) query.set(k, v);
-  if (page.next !== undefined) query.set('after', `${page.next.createdAt}.${page.next.operationId}`);
+  if (page.next !== undefined) query.set('after', page.next);
   return html`<h1>Operations</h1>
     <form class="filters" method="get" action="${ctx.prefix}/operations">
       <label

@@ -13,7 +13,6 @@ export type {
   CountOptions,
   LedgerUpdate,
   LedgerWrite,
-  ListCursor,
   ListOptions,
   OperationsLedger,
   RenewOptions,

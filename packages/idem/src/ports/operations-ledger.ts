@@ -2,17 +2,11 @@ import type { AttemptRecord, OperationRecord } from '../core/operation-record.js
 import type { AttemptClosure, RecordChange } from '../core/operation-changes.js';
 import type { SignalOption } from './maybe-async.js';
 
-/** Where a page of `list` continues: after this row, in the list's order (keyset paging). */
-export interface ListCursor {
-  /** The row's `createdAt`, epoch ms. */
-  readonly createdAt: number;
-  readonly operationId: string;
-}
-
 /**
- * Which operations `list` returns: those matching every filter given (each exact), in creation
- * order (newest first unless `order` is `oldest`; ties by operation id), after `after`, at most
- * `limit`.
+ * Which operations `list` returns: those matching every filter given (each exact), in the order of
+ * their operation ids (newest first unless `order` is `oldest`), after `after`, at most `limit`.
+ * An id that Idem makes begins with the time its call was accepted, so this is arrival order, and
+ * an index the stores keep anyway (the unique operation id) serves it without a sort.
  */
 export interface ListOptions extends SignalOption {
   /** Only operations in this state. */
@@ -29,8 +23,8 @@ export interface ListOptions extends SignalOption {
   readonly createdFrom?: number;
   /** Only operations created before this time, epoch ms. */
   readonly createdBefore?: number;
-  /** Continue after this row (the last of the previous page): never an offset. */
-  readonly after?: ListCursor;
+  /** Continue after this operation id (the last row of the previous page): keyset paging, never an offset. */
+  readonly after?: string;
   /** `newest` first (default) or `oldest` first. */
   readonly order?: 'newest' | 'oldest';
 }

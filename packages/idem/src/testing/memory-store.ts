@@ -198,9 +198,8 @@ function memoryLedger(state: MemoryState, guard: Guard): OperationsLedger {
     async list(options: ListOptions = {}) {
       guard(options.signal);
       const sign = options.order === 'oldest' ? -1 : 1;
-      const newerFirst = (a: { createdAt: number; operationId: string }, b: typeof a) =>
-        b.createdAt - a.createdAt ||
-        (b.operationId < a.operationId ? -1 : b.operationId > a.operationId ? 1 : 0);
+      const newerFirst = (a: { operationId: string }, b: typeof a) =>
+        b.operationId < a.operationId ? -1 : b.operationId > a.operationId ? 1 : 0;
       const after = options.after;
       return [...state.operations.values()]
         .map((s) => s.record)
@@ -212,7 +211,7 @@ function memoryLedger(state: MemoryState, guard: Guard): OperationsLedger {
             (options.principal === undefined || r.identity.principal === options.principal) &&
             (options.createdFrom === undefined || r.createdAt >= options.createdFrom) &&
             (options.createdBefore === undefined || r.createdAt < options.createdBefore) &&
-            (after === undefined || sign * newerFirst(after, r) < 0),
+            (after === undefined || sign * newerFirst({ operationId: after }, r) < 0),
         )
         .sort((a, b) => sign * newerFirst(a, b))
         .slice(0, options.limit ?? 100)

@@ -23,10 +23,10 @@ export function sharedSql(dialect: SqlDialect) {
       'by_id_lock',
       `SELECT * FROM idem_operations WHERE operation_id = ?${dialect.forUpdate}`,
     ),
-    list: s('list', 'SELECT * FROM idem_operations ORDER BY created_at DESC, operation_id DESC LIMIT ?'),
+    list: s('list', 'SELECT * FROM idem_operations ORDER BY operation_id DESC LIMIT ?'),
     listByStatus: s(
       'list_status',
-      'SELECT * FROM idem_operations WHERE status = ? ORDER BY created_at DESC, operation_id DESC LIMIT ?',
+      'SELECT * FROM idem_operations WHERE status = ? ORDER BY operation_id DESC LIMIT ?',
     ),
     countByState: s('count_by_state', 'SELECT status, COUNT(*) AS n FROM idem_operations GROUP BY status'),
     // The partial index idem_operations_open's own WHERE, word for word (SQLite needs it so).
@@ -44,7 +44,7 @@ export function sharedSql(dialect: SqlDialect) {
       const clause = where.length === 0 ? '' : ` WHERE ${where.join(' AND ')}`;
       return {
         text: dialect.placeholders(
-          `SELECT * FROM idem_operations${clause} ORDER BY created_at ${dir}, operation_id ${dir} LIMIT ?`,
+          `SELECT * FROM idem_operations${clause} ORDER BY operation_id ${dir} LIMIT ?`,
         ),
       };
     },

@@ -33,7 +33,7 @@ const OPEN_TERM = "status IN ('accepted', 'running', 'cancel_requested', 'outcom
  * The WHERE conditions and parameters of a filtered list. A state of OPERATION_STATES is inlined
  * as a literal (it is one of a fixed set of words), so that the planner sees it when it prepares
  * the statement; an open state also gets the partial index's own term, so that both engines can
- * serve it from `idem_operations_open` (in creation order, without a sort). Any other state is a
+ * serve it from `idem_operations_open` (in operation id order, without a sort). Any other state is a
  * parameter.
  */
 export function listFilters(options: ListOptions): { where: string[]; params: SqlValue[] } {
@@ -67,9 +67,8 @@ export function listFilters(options: ListOptions): { where: string[]; params: Sq
     params.push(options.createdBefore);
   }
   if (options.after !== undefined) {
-    const cmp = options.order === 'oldest' ? '>' : '<';
-    where.push(`(created_at ${cmp} ? OR (created_at = ? AND operation_id ${cmp} ?))`);
-    params.push(options.after.createdAt, options.after.createdAt, options.after.operationId);
+    where.push(`operation_id ${options.order === 'oldest' ? '>' : '<'} ?`);
+    params.push(options.after);
   }
   return { where, params };
 }

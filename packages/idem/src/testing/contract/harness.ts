@@ -1,10 +1,11 @@
 import * as assert from 'node:assert/strict';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Clock } from '../../core/clock.js';
 import type { JsonObject } from '../../core/json.js';
 import type { OperationIdentity } from '../../core/operation-identity.js';
 import type { OperationRecord } from '../../core/operation-record.js';
 import { receiptViewOf, type Existing } from '../../core/receipt.js';
+import { newOperationId } from '../../core/ids.js';
 import type { OperationState } from '../../core/operation-state.js';
 import { run, step, type Steps } from '../../core/steps.js';
 import {
@@ -156,7 +157,7 @@ export function acceptedRecord(
   args: JsonObject = DEPLOYMENT_ARGS,
 ): OperationRecord {
   return {
-    operationId: `op_${randomUUID().replaceAll('-', '')}`,
+    operationId: newOperationId(now),
     identity: identity(key),
     fingerprint: createHash('sha256').update(JSON.stringify(args)).digest('hex'),
     kind: 'durable',
@@ -172,7 +173,7 @@ export function acceptedRecord(
 
 /** A local receipt (born succeeded) as an executor would write it, at version 1 unless told. */
 export function receiptRecord(key: string, now: number, retentionMs = DAY, version = 1): OperationRecord {
-  const operationId = `op_${randomUUID().replaceAll('-', '')}`;
+  const operationId = newOperationId(now);
   return {
     operationId,
     identity: identity(key, version),
