@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, freePort, makeTempDir } from '../helpers/mcp-fixtures.js';
 import { NAIVE, SCRIPTED, check } from './run-check.js';
+import { stdioHint } from '../../packages/idem-cli/src/cli/check-command.js';
 
 let dir: string;
 beforeAll(() => {
@@ -148,5 +149,20 @@ describe('idem check runtime failures: exit 1, naming the target and the reason'
       exitCode: 1,
       error: `cannot connect to ${join(dir, 'no-such-server')}: command not found (ENOENT)`,
     });
+  });
+});
+
+describe('a command that never answers', () => {
+  const command = { command: 'idem', args: ['proxy', '--', 'upstream'], tokenEnv: 'IDEM_TOKEN' };
+
+  it('is told that it must speak MCP on stdio, when the failure is a timeout', () => {
+    expect(stdioHint(command, 'Request timed out')).toBe(
+      ' (a command must speak MCP on its stdin and stdout: `idem serve` and `idem proxy` need --stdio)',
+    );
+  });
+
+  it('is not, for a URL or another failure', () => {
+    expect(stdioHint({ url: 'http://127.0.0.1:1/mcp' }, 'Request timed out')).toBe('');
+    expect(stdioHint(command, 'command not found (ENOENT)')).toBe('');
   });
 });

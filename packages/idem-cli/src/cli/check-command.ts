@@ -39,7 +39,8 @@ export async function checkCommand(
       signal?.throwIfAborted();
       const refusal = credentialsRefusal(error);
       if (refusal === undefined) {
-        throw new CliError(`cannot ${describeTarget(target)}: ${connectionFailure(error)}`, 1);
+        const reason = connectionFailure(error);
+        throw new CliError(`cannot ${describeTarget(target)}: ${reason}${stdioHint(target, reason)}`, 1);
       }
       // It was reached: it answered, and refused these credentials.
       const none = token === undefined && refusal.httpStatus === 401 ? ' (no --token was given)' : '';
@@ -99,6 +100,16 @@ export async function checkCommand(
 
 function labelOf(target: CheckTargetSpec): string {
   return 'url' in target ? target.url : [target.command, ...target.args].join(' ');
+}
+
+/**
+ * What a command that never answered may be missing: it must speak MCP on its stdin and stdout
+ * (`idem serve` and `idem proxy` serve HTTP unless given --stdio). Empty for a URL or another
+ * failure.
+ */
+export function stdioHint(target: CheckTargetSpec, reason: string): string {
+  if ('url' in target || !/timed out/i.test(reason)) return '';
+  return ' (a command must speak MCP on its stdin and stdout: `idem serve` and `idem proxy` need --stdio)';
 }
 
 function describeTarget(target: CheckTargetSpec): string {
