@@ -92,9 +92,7 @@ const first = await store.ledger.list({ limit: 51 });
 const last = first[49];
 await time('list: first page, newest first (51 rows)', () => store.ledger.list({ limit: 51 }));
 plan('SELECT * FROM idem_operations ORDER BY created_at DESC, operation_id DESC LIMIT ?');
-await time('list: next page after a cursor', () =>
-  store.ledger.list({ limit: 51, after: last.operationId }),
-);
+await time('list: next page after a cursor', () => store.ledger.list({ limit: 51, after: last.operationId }));
 await time('list: outcome_unknown, oldest first (needs a person, 100)', () =>
   store.ledger.list({ status: 'outcome_unknown', order: 'oldest', limit: 100 }),
 );
