@@ -19,6 +19,7 @@ import {
 } from '../../packages/idem/src/operations/index.js';
 import type { IdemStore } from '../../packages/idem/src/ports/idem-store.js';
 import { acceptedCalls } from '../../packages/idem/src/telemetry/accepted-calls.js';
+import { recordAttempt } from '../../packages/idem/src/telemetry/record-attempt.js';
 import { openPostgresTestStore, POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 import { openStore, tempDir, type Engine } from '../operations/operations-fixtures.js';
 
@@ -177,3 +178,29 @@ describe.each(engines)(
     });
   },
 );
+
+describe('recordAttempt and a stored traceparent', () => {
+  const line = {
+    operation: 'deploy',
+    version: 1,
+    operationId: 'op_00000000000000000000000000000001',
+    attemptId: 'att_test',
+    attempt: 1,
+    outcome: 'created',
+    durationMs: 5,
+  };
+
+  it('links to a valid one as a remote span context, and ignores a malformed one', () => {
+    trace.setGlobalTracerProvider(tracerProvider);
+    recordAttempt({ ...line, acceptedTrace: `00-${TRACE_ID}-${PARENT_SPAN}-01` });
+    for (const malformed of ['garbage', `00-${TRACE_ID}-0000000000000000-01`, `01-${TRACE_ID}`]) {
+      recordAttempt({ ...line, acceptedTrace: malformed });
+    }
+    const attempts = spans.getFinishedSpans().filter((s) => s.name === 'idem.attempt deploy');
+    expect(attempts).toHaveLength(4);
+    expect(attempts[0]?.links.map((l) => [l.context.traceId, l.context.spanId, l.context.isRemote])).toEqual([
+      [TRACE_ID, PARENT_SPAN, true],
+    ]);
+    expect(attempts.slice(1).map((s) => s.links)).toEqual([[], [], []]);
+  });
+});

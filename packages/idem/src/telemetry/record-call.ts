@@ -18,14 +18,15 @@ export interface FinishedCall {
   readonly durationMs: number;
   /** The request's `_meta`: its `traceparent` and `tracestate` are the span's parent. */
   readonly traceContext?: Readonly<Record<string, unknown>> | undefined;
-  /** The call's span when it was started as the call began (`startCallSpan`): ended here, not made anew. */
+  /** The call's span when `startCallSpan` started it as the call began: ended here, not made anew. */
   readonly span?: StartedCallSpan | undefined;
 }
 
 /**
  * Records one finished tool call: a span `tools/call {tool}` (GenAI MCP conventions, kind SERVER,
  * a child of the caller's `traceparent` in `_meta` when it sent one) ending now and lasting
- * `durationMs` (or the span `startCallSpan` started as the call began, ended now), and the `idem.tool.calls` and `mcp.server.operation.duration` metrics. Carries the
+ * `durationMs` (or `line.span`, started by `startCallSpan` as the call began, ended now), and the
+ * `idem.tool.calls` and `mcp.server.operation.duration` metrics. Carries the
  * tool, outcome, operation id and version, the attempt id and the intent digest: never the key, an
  * argument, the principal or the workspace. Does nothing without `@opentelemetry/api`, and next to
  * nothing without a registered provider. Never throws.
