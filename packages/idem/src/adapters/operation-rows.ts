@@ -38,6 +38,7 @@ export interface OperationRow {
   resolved_by: string | null;
   resolved_at: number | string | null;
   audit_json: string | null;
+  accepted_trace?: string | null;
 }
 
 export interface AttemptRow {
@@ -90,6 +91,7 @@ export const OPERATION_COLUMNS = [
   'resolved_by',
   'resolved_at',
   'audit_json',
+  'accepted_trace',
 ] as const;
 
 export function identityParams(identity: OperationIdentity): [string, string, string, number, string] {
@@ -121,6 +123,7 @@ export function operationParams(r: OperationRecord): unknown[] {
     r.resolvedBy ?? null,
     r.resolvedAt ?? null,
     json(r.audit),
+    r.acceptedTrace ?? null,
   ];
 }
 
@@ -153,6 +156,7 @@ export function toRecord(row: OperationRow): OperationRecord {
     ...(row.resolved_by === null ? {} : { resolvedBy: row.resolved_by }),
     ...(row.resolved_at === null ? {} : { resolvedAt: Number(row.resolved_at) }),
     ...(row.audit_json === null ? {} : { audit: JSON.parse(row.audit_json) as OperatorChange[] }),
+    ...(row.accepted_trace == null ? {} : { acceptedTrace: row.accepted_trace }),
   };
 }
 

@@ -52,6 +52,12 @@ export interface OperationRecord {
   readonly resolvedAt?: number;
   /** Every operator change of the operation, oldest first; absent when there was none. */
   readonly audit?: readonly OperatorChange[];
+  /**
+   * The W3C `traceparent` (`00-{trace id}-{span id}-{flags}`) of the call that accepted a durable
+   * operation, set only when that call was traced (an OpenTelemetry tracer was registered): a
+   * worker in any process links its attempts' spans to it.
+   */
+  readonly acceptedTrace?: string;
 }
 
 /**

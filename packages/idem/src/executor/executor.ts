@@ -25,6 +25,7 @@ import { commitOnce, type CommitUnit } from './commit-once.js';
 import { toLogger, type LoggerOption } from '../log/to-logger.js';
 import { jsonLogger } from '../log/json-logger.js';
 import { intentOfParts, logCall } from '../log/log-call.js';
+import { startCallSpan } from '../telemetry/call-span.js';
 import { outcomeOf, type CallOutcome } from './call-outcome.js';
 
 export type { CallOutcome } from './call-outcome.js';
@@ -223,7 +224,7 @@ export class Executor<App> {
     request: CallRequest<Args>,
   ): Promise<CallOutcome> {
     const policy = operation.policy ?? DEFAULT_RETRY_POLICY;
-    return this.#call(operation, request, (identity, context, requestFingerprint) => ({
+    return this.#call(operation, request, (identity, context, requestFingerprint, _watch, acceptedTrace) => ({
       receipt: () => {
         const now = this.#clock.now();
         return {
@@ -231,6 +232,7 @@ export class Executor<App> {
           status: 'accepted',
           args: request.args as JsonObject,
           deadlineAt: now + policy.totalMs,
+          ...(acceptedTrace === undefined ? {} : { acceptedTrace }),
         };
       },
     }));
@@ -259,10 +261,14 @@ export class Executor<App> {
       context: Omit<EffectContext, 'enqueue'>,
       requestFingerprint: string,
       watch: Watch,
+      acceptedTrace: string | undefined,
     ) => Pick<CommitUnit<App>, 'effect' | 'receipt'>,
   ): Promise<CallOutcome> {
     const attemptId = newAttemptId(this.#clock.now());
     const started = this.#clock.monotonic();
+    // The call's span, started now when a tracer is registered (else undefined, at no cost): a
+    // durable operation stores its traceparent, which a worker in any process links to.
+    const span = startCallSpan(operation.name, request.traceContext);
     let operationId: string | undefined;
     // What the application's own code (effect, authorize) threw during this call, if anything.
     let failure: UserCodeFailure | undefined;
@@ -287,6 +293,7 @@ export class Executor<App> {
           errorCode: outcome.ok ? undefined : outcome.error.code,
           durationMs: this.#clock.monotonic() - started,
           traceContext: request.traceContext,
+          span,
         },
         // An `unavailable` storage: the driver code and the file or server, never a body.
         outcome.ok
@@ -344,7 +351,7 @@ export class Executor<App> {
           context,
           absent: found === undefined,
           decide: (existing) => decide(existing, requestFingerprint, this.#clock.now(), operation),
-          ...build(identity, context, requestFingerprint, watch),
+          ...build(identity, context, requestFingerprint, watch, span?.traceparent),
         },
         this.faults,
         request,

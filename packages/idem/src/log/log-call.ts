@@ -1,6 +1,7 @@
 import type { ErrorCode } from '../core/errors.js';
 import { intentDigest } from '../core/intent-digest.js';
 import type { LogFields, Logger } from '../core/logger.js';
+import type { StartedCallSpan } from '../telemetry/call-span.js';
 import { recordCall } from '../telemetry/record-call.js';
 import { jsonLine } from './json-logger.js';
 
@@ -29,6 +30,8 @@ export interface CallLine {
    * (OpenTelemetry, `recordCall`); never logged.
    */
   readonly traceContext?: Readonly<Record<string, unknown>> | undefined;
+  /** The call's span when it was started as the call began (`startCallSpan`); never logged. */
+  readonly span?: StartedCallSpan | undefined;
 }
 
 /**

@@ -208,6 +208,7 @@ export class OperationProcessor {
       attempt: started.attemptCount,
       outcome: outcome.kind,
       durationMs: clock.monotonic() - t0,
+      acceptedTrace: started.acceptedTrace,
     });
     const finish = (result: string) =>
       ledger.finishAttempt(attemptId, { endedAt: clock.now(), outcome: result, detail });

@@ -5,7 +5,8 @@ const MAX_ENTRIES = 10_000;
 /**
  * The span of the call that accepted each durable operation, kept in this process (at most
  * 10,000, the oldest forgotten first) so that a worker in the same process links its attempts to
- * it. A worker in another process finds none: its attempts are spans without a link.
+ * it when the record carries no `acceptedTrace` (a store that does not keep it). A worker in
+ * another process links to the record's `acceptedTrace` instead.
  */
 export const acceptedCalls = {
   entries: new Map<string, SpanContext>(),

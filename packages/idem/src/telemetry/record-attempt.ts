@@ -1,6 +1,7 @@
 import { acceptedCalls } from './accepted-calls.js';
 import { idemInstruments } from './idem-instruments.js';
 import { otelApi } from './otel-api.js';
+import { remoteSpanContext } from './remote-parent.js';
 
 /** One finished worker attempt, as `recordAttempt` records it. */
 export interface AttemptLine {
@@ -13,11 +14,14 @@ export interface AttemptLine {
   /** How the dispatch ended: `created`, `rejected`, `throttled`, `ambiguous`, `failed`, `cancelled`. */
   readonly outcome: string;
   readonly durationMs: number;
+  /** The stored `traceparent` of the call that accepted the operation (`OperationRecord.acceptedTrace`). */
+  readonly acceptedTrace?: string | undefined;
 }
 
 /**
  * Records one worker attempt: a span `idem.attempt {operation}` (kind INTERNAL, a new trace linked
- * to the call that accepted the operation when this process saw it), and the
+ * to the call that accepted the operation: its stored `traceparent`, whichever process accepted
+ * it, else the span this process noted when it accepted it), and the
  * `idem.operation.attempts` and `idem.operation.attempt.duration` metrics. Ids, names and the
  * outcome only. Does nothing without `@opentelemetry/api`; never throws.
  */
@@ -32,7 +36,7 @@ export function recordAttempt(line: AttemptLine): void {
     meters?.attemptDuration.record(line.durationMs / 1000, metricAttributes);
     if (tracer === undefined) return;
     const end = performance.timeOrigin + performance.now();
-    const accepted = acceptedCalls.find(line.operationId);
+    const accepted = remoteSpanContext(api, line.acceptedTrace) ?? acceptedCalls.find(line.operationId);
     const span = tracer.startSpan(
       `idem.attempt ${line.operation}`,
       {

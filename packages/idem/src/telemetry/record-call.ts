@@ -1,4 +1,5 @@
 import { acceptedCalls } from './accepted-calls.js';
+import type { StartedCallSpan } from './call-span.js';
 import { idemInstruments } from './idem-instruments.js';
 import { otelApi } from './otel-api.js';
 import { remoteParent } from './remote-parent.js';
@@ -17,12 +18,15 @@ export interface FinishedCall {
   readonly durationMs: number;
   /** The request's `_meta`: its `traceparent` and `tracestate` are the span's parent. */
   readonly traceContext?: Readonly<Record<string, unknown>> | undefined;
+  /** The call's span when `startCallSpan` started it as the call began: ended here, not made anew. */
+  readonly span?: StartedCallSpan | undefined;
 }
 
 /**
  * Records one finished tool call: a span `tools/call {tool}` (GenAI MCP conventions, kind SERVER,
  * a child of the caller's `traceparent` in `_meta` when it sent one) ending now and lasting
- * `durationMs`, and the `idem.tool.calls` and `mcp.server.operation.duration` metrics. Carries the
+ * `durationMs` (or `line.span`, started by `startCallSpan` as the call began, ended now), and the
+ * `idem.tool.calls` and `mcp.server.operation.duration` metrics. Carries the
  * tool, outcome, operation id and version, the attempt id and the intent digest: never the key, an
  * argument, the principal or the workspace. Does nothing without `@opentelemetry/api`, and next to
  * nothing without a registered provider. Never throws.
@@ -32,7 +36,10 @@ export function recordCall(line: FinishedCall): void {
   if (api === undefined) return;
   try {
     const { tracer, meters } = idemInstruments(api);
-    if (tracer === undefined && meters === undefined) return;
+    if (tracer === undefined && meters === undefined) {
+      line.span?.span.end();
+      return;
+    }
     const { name, version } = splitLabel(line.tool);
     const metricAttributes = {
       'mcp.method.name': 'tools/call',
@@ -42,16 +49,24 @@ export function recordCall(line: FinishedCall): void {
     };
     meters?.calls.add(1, metricAttributes);
     meters?.callDuration.record(line.durationMs / 1000, metricAttributes);
-    if (tracer === undefined) return;
+    const started = line.span?.span;
+    if (tracer === undefined) {
+      started?.end();
+      return;
+    }
 
     const end = performance.timeOrigin + performance.now();
-    const parent = remoteParent(api, line.traceContext) ?? api.ROOT_CONTEXT;
-    const span = tracer.startSpan(
-      `tools/call ${name}`,
-      { kind: api.SpanKind.SERVER, startTime: end - line.durationMs },
-      parent,
-    );
-    if (!span.isRecording()) return;
+    const span =
+      started ??
+      tracer.startSpan(
+        `tools/call ${name}`,
+        { kind: api.SpanKind.SERVER, startTime: end - line.durationMs },
+        remoteParent(api, line.traceContext) ?? api.ROOT_CONTEXT,
+      );
+    if (!span.isRecording()) {
+      started?.end();
+      return;
+    }
     span.setAttributes({
       ...metricAttributes,
       'gen_ai.operation.name': 'execute_tool',
@@ -66,7 +81,7 @@ export function recordCall(line: FinishedCall): void {
     if (line.outcome === 'accepted' && line.operationId !== undefined) {
       acceptedCalls.note(line.operationId, span.spanContext());
     }
-    span.end(end);
+    span.end(started === undefined ? end : undefined);
   } catch {
     // Telemetry never changes what a call answers.
   }

@@ -1,4 +1,4 @@
-import type { Context } from '@opentelemetry/api';
+import type { Context, SpanContext } from '@opentelemetry/api';
 import type { OtelApi } from './otel-api.js';
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
@@ -12,7 +12,19 @@ export function remoteParent(
   api: OtelApi,
   meta: Readonly<Record<string, unknown>> | undefined,
 ): Context | undefined {
-  const traceparent = meta?.traceparent;
+  const spanContext = remoteSpanContext(api, meta?.traceparent, meta?.tracestate);
+  return spanContext === undefined ? undefined : api.trace.setSpanContext(api.ROOT_CONTEXT, spanContext);
+}
+
+/**
+ * A W3C `traceparent` (version 00) and optional `tracestate` as a remote span context, or undefined
+ * when `traceparent` is not a string or not a valid one (malformed, or an all-zero id).
+ */
+export function remoteSpanContext(
+  api: OtelApi,
+  traceparent: unknown,
+  tracestate?: unknown,
+): SpanContext | undefined {
   if (typeof traceparent !== 'string') return undefined;
   const match = TRACEPARENT.exec(traceparent.trim());
   if (match === null) return undefined;
@@ -22,10 +34,9 @@ export function remoteParent(
     spanId,
     traceFlags: Number.parseInt(flags, 16),
     isRemote: true,
-    ...(typeof meta?.tracestate === 'string' && meta.tracestate.length > 0
-      ? { traceState: api.createTraceState(meta.tracestate) }
+    ...(typeof tracestate === 'string' && tracestate.length > 0
+      ? { traceState: api.createTraceState(tracestate) }
       : {}),
   };
-  if (!api.trace.isSpanContextValid(spanContext)) return undefined;
-  return api.trace.setSpanContext(api.ROOT_CONTEXT, spanContext);
+  return api.trace.isSpanContextValid(spanContext) ? spanContext : undefined;
 }

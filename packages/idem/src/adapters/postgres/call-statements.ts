@@ -84,7 +84,7 @@ export function callStatements(): CallStatements {
        EXISTS (SELECT 1 FROM idem_tombstones WHERE ${keyWhere(2, 6)}) AS tombstoned`;
   return {
     find: { name: 'idem_find_v3', text: find },
-    upsert: { name: 'idem_upsert_v2', text: UPSERT },
-    insertNew: { name: 'idem_insert_new_v3', text: insertNew },
+    upsert: { name: 'idem_upsert_v3', text: UPSERT },
+    insertNew: { name: 'idem_insert_new_v4', text: insertNew },
   };
 }

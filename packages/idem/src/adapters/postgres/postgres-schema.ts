@@ -115,6 +115,11 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX IF NOT EXISTS idem_operations_open ON idem_operations (status, operation_id)
     WHERE status IN ('accepted', 'running', 'cancel_requested', 'outcome_unknown');
   `,
+  // 6: the traceparent of the call that accepted a durable operation (OpenTelemetry), which a
+  // worker in another process links its attempts to. Null when the call was not traced.
+  `
+  ALTER TABLE idem_operations ADD COLUMN IF NOT EXISTS accepted_trace TEXT;
+  `,
 ];
 
 /** An arbitrary constant: the advisory lock that serializes migrations across instances. */

@@ -125,6 +125,11 @@ const MIGRATIONS: ReadonlyArray<string | ((db: SqliteDatabase) => void)> = [
   CREATE INDEX IF NOT EXISTS idem_operations_open ON idem_operations (status, operation_id)
     WHERE status IN ('accepted', 'running', 'cancel_requested', 'outcome_unknown');
   `,
+  // 7: the traceparent of the call that accepted a durable operation (OpenTelemetry), which a
+  // worker in another process links its attempts to. Null when the call was not traced.
+  (db) => {
+    addColumnIfAbsent(db, 'idem_operations', 'accepted_trace', 'TEXT');
+  },
 ];
 
 /**

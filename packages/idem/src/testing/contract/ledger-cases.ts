@@ -41,6 +41,21 @@ export function ledgerCases<Tx>(): Array<Case<Tx>> {
       },
     ],
     [
+      'ledger.get: the traceparent of the accepting call (acceptedTrace) reads back, claimed and started',
+      async (h) => {
+        const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+        const op = await h.put({ ...acceptedRecord('deploy-traced', h.now), acceptedTrace: traceparent });
+        same(await h.get(op.operationId), op);
+        matches(await h.claimOp(op.operationId, 'w1'), { acceptedTrace: traceparent });
+        const started = defined(await attempt(h, op, 'w1', 'att-traced-1', ['accepted']), 'startAttempt');
+        assert.equal(started.acceptedTrace, traceparent);
+        assert.equal((await h.get(op.operationId)).acceptedTrace, traceparent);
+        // An untraced call stores none.
+        const plain = await h.accept('deploy-plain');
+        assert.equal((await h.get(plain.operationId)).acceptedTrace, undefined);
+      },
+    ],
+    [
       'ledger.claim: leases a due operation to exactly one worker, not even the holder twice',
       async (h) => {
         const op = await h.accept();
