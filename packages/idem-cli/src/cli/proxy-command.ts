@@ -10,6 +10,7 @@ import { TokenRegistry, type Grant } from '../server/token-registry.js';
 import { ProxyApp } from '../proxy/proxy-server.js';
 import { upstreamLabel, type UpstreamSpec } from '../proxy/upstream-connection.js';
 import { CliError } from './cli-error.js';
+import { stdioGrant } from './stdio-grant.js';
 import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec, type DatabaseSpec } from './database-options.js';
 import { HTTP_HELP, HTTP_OPTIONS, httpSettings } from './http-options.js';
 import { durationOption, intOption } from './options.js';
@@ -190,14 +191,7 @@ export async function proxyCommand(argv: string[], out: (text: string) => void):
   }
   let close: () => Promise<void>;
   if (values.stdio) {
-    let grant = () => devGrant;
-    if (registry !== undefined) {
-      const token = process.env.IDEM_TOKEN;
-      if (token === undefined || registry.grantFor(token) === undefined)
-        throw new CliError('with --stdio and --tokens, set IDEM_TOKEN to one of the tokens');
-      grant = () => registry.grantFor(token);
-    }
-    close = await serveStdio(app, grant);
+    close = await serveStdio(app, stdioGrant(registry, devGrant));
     logger.info('idem.serving', {
       transport: 'stdio',
       db: database.label,

@@ -23,8 +23,9 @@ import type { ServerApp } from '../server/server-app.js';
 import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec } from './database-options.js';
 import { serveStdio } from '../server/stdio-server.js';
 import { startSweeper } from '../server/sweeper.js';
-import { TokenRegistry, isOperatorGrant, type Grant } from '../server/token-registry.js';
+import { TokenRegistry, type Grant } from '../server/token-registry.js';
 import { CliError } from './cli-error.js';
+import { stdioGrant } from './stdio-grant.js';
 import { startTelemetry } from './start-telemetry.js';
 import { durationOption, dutyOption, intOption } from './options.js';
 import { COMMAND_OPTIONS, commandHelp, commandSettings, prepareCommandOutput } from './command-options.js';
@@ -233,21 +234,7 @@ export async function serveCommand(argv: string[], out: (text: string) => void):
 
   let close: () => Promise<void>;
   if (values.stdio) {
-    let grant = () => devGrant;
-    if (registry !== undefined) {
-      const token = process.env.IDEM_TOKEN;
-      const tokenGrant = token === undefined ? undefined : registry.grantFor(token);
-      if (token === undefined || tokenGrant === undefined || isOperatorGrant(tokenGrant))
-        throw new CliError(
-          'with --stdio and --tokens, set IDEM_TOKEN to one of the tokens (not an operator token)',
-        );
-      // Looked up again for every message: the tokens file may revoke it while we run.
-      grant = () => {
-        const current = registry.grantFor(token);
-        return current === undefined || isOperatorGrant(current) ? undefined : current;
-      };
-    }
-    close = await serveStdio(app, grant);
+    close = await serveStdio(app, stdioGrant(registry, devGrant));
     logger.info('idem.serving', { transport: 'stdio', db: database.label });
   } else {
     const running = await startHttpServer(app, {
