@@ -23,11 +23,6 @@ export function sharedSql(dialect: SqlDialect) {
       'by_id_lock',
       `SELECT * FROM idem_operations WHERE operation_id = ?${dialect.forUpdate}`,
     ),
-    list: s('list', 'SELECT * FROM idem_operations ORDER BY operation_id DESC LIMIT ?'),
-    listByStatus: s(
-      'list_status',
-      'SELECT * FROM idem_operations WHERE status = ? ORDER BY operation_id DESC LIMIT ?',
-    ),
     countByState: s('count_by_state', 'SELECT status, COUNT(*) AS n FROM idem_operations GROUP BY status'),
     // The partial index idem_operations_open's own WHERE, word for word (SQLite needs it so).
     countOpenByState: s(
@@ -35,7 +30,7 @@ export function sharedSql(dialect: SqlDialect) {
       "SELECT status, COUNT(*) AS n FROM idem_operations WHERE status IN ('accepted', 'running', 'cancel_requested', 'outcome_unknown') GROUP BY status",
     ),
     /**
-     * A filtered `list` (ledger ListOptions): `where` are conditions with `?` placeholders (a state
+     * `list` (ledger ListOptions): `where` are conditions with `?` placeholders (a state
      * is inlined as a literal by the caller, so that a partial index on the open states can serve
      * it); not a named statement, as the set of filters varies.
      */

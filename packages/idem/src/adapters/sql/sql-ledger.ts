@@ -93,32 +93,12 @@ export class SqlLedger implements OperationsLedger {
   }
 
   list(options: ListOptions = {}): Promise<OperationRecord[]> {
-    const limit = options.limit ?? 100;
-    const filtered =
-      options.operation !== undefined ||
-      options.workspace !== undefined ||
-      options.principal !== undefined ||
-      options.createdFrom !== undefined ||
-      options.createdBefore !== undefined ||
-      options.after !== undefined ||
-      options.order === 'oldest' ||
-      (options.status !== undefined && OPEN_STATES.has(options.status));
-    if (filtered) {
-      const { where, params } = listFilters(options);
-      const statement = this.#sql.listWhere(where, options.order ?? 'newest');
-      return this.#driver.read(
-        (conn) =>
-          andThen(conn.all<OperationRow>(statement, [...params, limit]), (rows) => rows.map(toRecord)),
-        options,
-      );
-    }
+    const { where, params } = listFilters(options);
+    const statement = this.#sql.listWhere(where, options.order ?? 'newest');
     return this.#driver.read(
       (conn) =>
-        andThen(
-          options.status === undefined
-            ? conn.all<OperationRow>(this.#sql.list, [limit])
-            : conn.all<OperationRow>(this.#sql.listByStatus, [options.status, limit]),
-          (rows) => rows.map(toRecord),
+        andThen(conn.all<OperationRow>(statement, [...params, options.limit ?? 100]), (rows) =>
+          rows.map(toRecord),
         ),
       options,
     );
