@@ -207,6 +207,82 @@ for (const factory of storeFactories) {
         expect(new Set(outcomes.map((o) => o.operationId)).size).toBe(1);
       });
 
+      it('answers concurrent calls of one key from the first one’s commit, each with a result of its own', async () => {
+        const t = await open();
+        const outcomes = (await Promise.all(Array.from({ length: 20 }, () => call(t, 'storm')))).map(
+          succeeded,
+        );
+        const executed = outcomes.filter((o) => !o.replayed);
+        expect(executed).toHaveLength(1);
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+        const [note] = await t.listNotes();
+        for (const outcome of outcomes) {
+          expect(outcome.result).toEqual(executed[0]?.result);
+          expect(outcome.result.resource_id).toBe(note?.note_id);
+        }
+        expect(new Set(outcomes.map((o) => o.attemptId)).size).toBe(20);
+        const kept = structuredClone(executed[0]?.result);
+        // No two callers share a result object: one caller's changes reach no other.
+        (outcomes.find((o) => o.replayed)?.result as Record<string, unknown>).resource_id = 'changed';
+        expect(outcomes.filter((o) => o.result.resource_id === 'changed')).toHaveLength(1);
+        // A later retry reads the record anew and gets the same answer.
+        expect(succeeded(await call(t, 'storm')).result).toEqual(kept);
+      });
+
+      it('refuses a concurrent call of the key with other arguments as payload_conflict', async () => {
+        const t = await open();
+        const [first, ...others] = await Promise.all([
+          call(t, 'storm', 'original'),
+          call(t, 'storm', 'different'),
+          call(t, 'storm', 'original'),
+          call(t, 'storm', 'different'),
+        ]);
+        expect(succeeded(first as CallOutcome).replayed).toBe(false);
+        expect(others.map((o) => (o.ok ? (o.replayed ? 'replayed' : 'executed') : o.error.code))).toEqual([
+          'payload_conflict',
+          'replayed',
+          'payload_conflict',
+        ]);
+        expect((await t.listNotes()).map((n) => n.body)).toEqual(['original']);
+      });
+
+      it('lets concurrent calls of one key go their own way when the first one fails: one executes', async () => {
+        const t = await open();
+        let runs = 0;
+        const flaky = {
+          ...t.createNote,
+          effect: (app: never, args: { body: string }, ctx: never) => {
+            runs += 1;
+            if (runs === 1) throw new Error('the first run fails');
+            return t.createNote.effect(app, args, ctx);
+          },
+        } as typeof t.createNote;
+        const outcomes = await Promise.all(Array.from({ length: 6 }, () => call(t, 'storm', 'b', {}, flaky)));
+        const labels = outcomes.map((o) => (o.ok ? (o.replayed ? 'replayed' : 'executed') : o.error.code));
+        expect(labels.filter((l) => l === 'internal')).toHaveLength(1);
+        expect(labels.filter((l) => l === 'executed')).toHaveLength(1);
+        expect(labels.filter((l) => l === 'replayed')).toHaveLength(4);
+        expect(runs).toBe(2);
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+      });
+
+      it('answers aborted to a concurrent call of the key whose signal aborts, and the first one commits', async () => {
+        const t = await open();
+        const controller = new AbortController();
+        const first = call(t, 'storm');
+        const follower = t.executor.run(t.createNote, {
+          principal: 'alice',
+          workspace: 'ws-1',
+          key: 'storm',
+          args: { body: 'hello' },
+          signal: controller.signal,
+        });
+        controller.abort();
+        expect(failed(await follower).error.code).toBe('aborted');
+        expect(succeeded(await first).replayed).toBe(false);
+        expect(await counts(t)).toEqual({ notes: 1, receipts: 1, tombstones: 0 });
+      });
+
       it('never writes over a record made since the caller looked: the effect is undone, the record replays', async () => {
         const t = await open();
         const first = succeeded(await call(t, 'raced', 'same body'));

@@ -12,6 +12,10 @@ describe('ids', () => {
     expect(timeOrderedHex(t).slice(0, 12)).toBe(t.toString(16).padStart(12, '0'));
     const ids = [t, t + 1, t + 1000, t + 86_400_000].map((ms) => newOperationId(ms));
     expect([...ids].sort()).toEqual(ids);
+    // Each id carries its own time, whatever came before it (the last one formatted is reused).
+    for (const ms of [t + 5, t, t + 5, 0, t]) {
+      expect(timeOrderedHex(ms).slice(0, 12)).toBe(ms.toString(16).padStart(12, '0'));
+    }
   });
 
   it('carry 80 random bits after the time: no two of 10,000 ids of one millisecond collide', () => {

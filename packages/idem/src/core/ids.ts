@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 /**
  * A new operation id: one per intended action, stable across every attempt and replay.
@@ -16,10 +16,25 @@ export function newAttemptId(now: number): string {
   return `att_${timeOrderedHex(now)}`;
 }
 
+/** Random bytes for ids, drawn from the CSPRNG 2,560 at a time (10 per id). */
+const RANDOM = Buffer.alloc(10 * 256);
+let randomOffset = RANDOM.length;
+/** The last millisecond formatted, and its 12 hex digits: ids made in one ms share them. */
+let lastMs = -1;
+let lastTime = '';
+
 /** 32 hex digits: `now` (ms, 48 bits) then 80 random bits. */
 export function timeOrderedHex(now: number): string {
-  // 8-4-4-4-12 hex; skip the version digit and the variant group, keep 20 random digits.
-  const random = randomUUID();
-  const time = Math.max(0, Math.floor(now)).toString(16).padStart(12, '0').slice(-12);
-  return time + random.slice(0, 8) + random.slice(9, 13) + random.slice(15, 18) + random.slice(24, 29);
+  if (randomOffset === RANDOM.length) {
+    randomFillSync(RANDOM);
+    randomOffset = 0;
+  }
+  const random = RANDOM.toString('hex', randomOffset, randomOffset + 10);
+  randomOffset += 10;
+  const ms = Math.max(0, Math.floor(now));
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastTime = ms.toString(16).padStart(12, '0').slice(-12);
+  }
+  return lastTime + random;
 }

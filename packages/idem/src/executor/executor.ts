@@ -15,7 +15,7 @@ import { unstorablePrincipalError } from '../core/unstorable-text.js';
 import type { JsonObject } from '../core/json.js';
 import type { LogFields, Logger } from '../core/logger.js';
 import { operationLabel, validateOperationName, type OperationIdentity } from '../core/operation-identity.js';
-import type { ReceiptView } from '../core/receipt.js';
+import { receiptViewOf, type ReceiptView } from '../core/receipt.js';
 import { isActive } from '../core/operation-state.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
 import type { IdemStore } from '../ports/idem-store.js';
@@ -27,6 +27,7 @@ import { jsonLogger } from '../log/json-logger.js';
 import { intentOfParts, logCall } from '../log/log-call.js';
 import { startCallSpan } from '../telemetry/call-span.js';
 import { outcomeOf, type CallOutcome } from './call-outcome.js';
+import { NOTHING, SameKeyCalls, WAITED } from './same-key-calls.js';
 
 export type { CallOutcome } from './call-outcome.js';
 
@@ -155,6 +156,7 @@ export class Executor<App> {
   readonly #authorize: Authorize;
   readonly #clock: Clock;
   readonly #waitMs: number;
+  readonly #sameKey = new SameKeyCalls();
 
   constructor(options: ExecutorOptions<App>) {
     this.store = options.store;
@@ -283,7 +285,7 @@ export class Executor<App> {
           attemptId,
           operationId: outcome.ok ? outcome.operationId : (outcome.error.operationId ?? operationId),
           // The same on every retry of this action, whatever its earlier attempts ended in.
-          intent: intentOfParts(request.principal, request.workspace, operation.name, request.key),
+          intent: () => intentOfParts(request.principal, request.workspace, operation.name, request.key),
           tool: operationLabel({ operation: operation.name, version: operation.version }),
           principal: request.principal,
           workspace: request.workspace,
@@ -306,6 +308,8 @@ export class Executor<App> {
       return outcome;
     };
 
+    // Set once this call leads its identity's calls in this executor (SameKeyCalls).
+    let endLead: ((committed?: ReceiptView) => void) | undefined;
     try {
       const key = validateIdempotencyKey(request.key);
       // Before any storage access, the same answer on every engine (see unstorableText).
@@ -335,11 +339,38 @@ export class Executor<App> {
         key,
       };
 
+      // Another call of this identity under way here (a retry storm): wait for it, and when it
+      // executed, decide on the record it committed instead of reading and writing again; when it
+      // committed nothing, follow the next one or lead; when the wait ran out, go alone.
+      for (;;) {
+        const led = this.#sameKey.follow(identity, {
+          clock: this.#clock,
+          waitMs: this.#waitMs,
+          signal: request.signal,
+        });
+        const followed = led === undefined ? WAITED : await led;
+        if (followed === WAITED) break;
+        if (followed === NOTHING) continue;
+        const joined = decide(
+          { kind: 'receipt', receipt: ownCopy(followed) },
+          requestFingerprint,
+          this.#clock.now(),
+          operation,
+        );
+        if (joined.kind === 'replay')
+          return finish(await this.#settle(joined.receipt, attemptId, request.signal));
+        if (joined.kind === 'reject') throw joined.error;
+        break;
+      }
+      endLead = this.#sameKey.lead(identity);
+
       // Lock-free read first: a replay or a rejection needs no write lock.
       const found = await this.store.receipts.lookup(identity, request);
       const early = decide(found, requestFingerprint, this.#clock.now(), operation);
-      if (early.kind === 'replay')
+      if (early.kind === 'replay') {
+        endLead();
         return finish(await this.#settle(early.receipt, attemptId, request.signal));
+      }
       if (early.kind === 'reject') throw early.error;
 
       operationId = newOperationId(this.#clock.now());
@@ -356,13 +387,18 @@ export class Executor<App> {
         this.faults,
         request,
       );
-      if (outcome.kind === 'executed') return finish(outcomeOf(outcome.receipt, false, attemptId));
+      if (outcome.kind === 'executed') {
+        endLead(outcome.receipt);
+        return finish(outcomeOf(outcome.receipt, false, attemptId));
+      }
+      endLead();
       operationId = undefined;
       if (outcome.decision.kind === 'replay') {
         return finish(await this.#settle(outcome.decision.receipt, attemptId, request.signal));
       }
       throw outcome.decision.error;
     } catch (error) {
+      endLead?.();
       const idemError = toIdemError(
         error,
         'the operation failed and was rolled back; nothing was committed',
@@ -440,6 +476,21 @@ function errorFields(failure: UserCodeFailure | undefined, error: IdemError): Lo
     error_message: described.message,
     error_stack: described.stack,
   };
+}
+
+/** The JSON text of a leader's result, made once for all its followers. */
+const resultTexts = new WeakMap<ReceiptView, string>();
+
+/** A follower's own view of the leader's record: its result is a copy, as a lookup would parse anew. */
+function ownCopy(record: ReceiptView): ReceiptView {
+  const view = receiptViewOf(record);
+  if (view.result === undefined) return view;
+  let text = resultTexts.get(record);
+  if (text === undefined) {
+    text = JSON.stringify(view.result);
+    resultTexts.set(record, text);
+  }
+  return { ...view, result: JSON.parse(text) as JsonObject };
 }
 
 function checkEffectResult(result: EffectResult | undefined): EffectResult {

@@ -1,6 +1,6 @@
 import type { ErrorCode } from '../core/errors.js';
 import { intentDigest } from '../core/intent-digest.js';
-import type { LogFields, Logger } from '../core/logger.js';
+import { silentLogger, type LogFields, type Logger } from '../core/logger.js';
 import type { StartedCallSpan } from '../telemetry/call-span.js';
 import { recordCall } from '../telemetry/record-call.js';
 import { jsonLine } from './json-logger.js';
@@ -16,8 +16,11 @@ export interface CallLine {
   readonly attemptId: string;
   /** The operation the call executed, replayed or read, when there is one. */
   readonly operationId?: string | undefined;
-  /** `intentDigest` of the action the call is about, when it names one. */
-  readonly intent?: string | undefined;
+  /**
+   * `intentDigest` of the action the call is about, when it names one; or a function that computes
+   * it, called only when something records it (a logger other than `silentLogger`, or a span).
+   */
+  readonly intent?: string | (() => string | undefined) | undefined;
   readonly principal?: string | undefined;
   readonly workspace?: string | undefined;
   /** `executed`, `replayed`, `accepted`, ..., `ok` for a read tool, or an error code. */
@@ -44,10 +47,12 @@ export interface CallLine {
  */
 export function logCall(logger: Logger, line: CallLine, extra: LogFields = {}): void {
   recordCall(line);
+  // Nothing to write: no line is built (a server that logs nowhere pays nothing for it).
+  if (logger === silentLogger) return;
   const fields: LogFields = {
     attempt_id: line.attemptId,
     operation_id: line.operationId,
-    intent: line.intent,
+    intent: typeof line.intent === 'function' ? line.intent() : line.intent,
     tool: line.tool,
     principal: line.principal,
     workspace: line.workspace,

@@ -10,8 +10,8 @@ export interface FinishedCall {
   readonly tool: string;
   readonly attemptId: string;
   readonly operationId?: string | undefined;
-  /** The intent digest. */
-  readonly intent?: string | undefined;
+  /** The intent digest, or a function that computes it (called only when a span records it). */
+  readonly intent?: string | (() => string | undefined) | undefined;
   /** `executed`, `replayed`, `accepted`, `ok`, or the error code. */
   readonly outcome: string;
   readonly errorCode?: string | undefined;
@@ -73,7 +73,7 @@ export function recordCall(line: FinishedCall): void {
       'idem.attempt.id': line.attemptId,
       ...(version === undefined ? {} : { 'idem.operation.version': version }),
       ...(line.operationId === undefined ? {} : { 'idem.operation.id': line.operationId }),
-      ...(line.intent === undefined ? {} : { 'idem.intent': line.intent }),
+      ...intentAttribute(line.intent),
     });
     if (line.errorCode !== undefined) {
       span.setStatus({ code: api.SpanStatusCode.ERROR, message: line.errorCode });
@@ -95,4 +95,10 @@ function splitLabel(label: string): { name: string; version: number | undefined 
   return Number.isSafeInteger(version)
     ? { name: label.slice(0, at), version }
     : { name: label, version: undefined };
+}
+
+/** The `idem.intent` attribute, computing a lazy digest now. */
+function intentAttribute(intent: FinishedCall['intent']): { 'idem.intent'?: string } {
+  const digest = typeof intent === 'function' ? intent() : intent;
+  return digest === undefined ? {} : { 'idem.intent': digest };
 }
