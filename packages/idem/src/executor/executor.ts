@@ -240,6 +240,13 @@ export class Executor<App> {
     }));
   }
 
+  /** A replay's answer: at once for a final record, else after #settle's bounded wait. */
+  #answer(record: ReceiptView, attemptId: string, signal?: AbortSignal): CallOutcome | Promise<CallOutcome> {
+    return isActive(record.status)
+      ? this.#settle(record, attemptId, signal)
+      : outcomeOf(record, true, attemptId);
+  }
+
   /** Waits (within the bound) for an unfinished operation, then reports what it is now. */
   async #settle(record: ReceiptView, attemptId: string, signal?: AbortSignal): Promise<CallOutcome> {
     let current: ReceiptView = record;
@@ -319,12 +326,14 @@ export class Executor<App> {
         unstorableArgumentError(request.args);
       if (unstorable !== undefined) throw unstorable;
       const requestFingerprint = fingerprint(fingerprintedArguments(request.args, operation.fingerprint));
-      const allowed = await watch('authorize', () =>
+      const verdict = watch('authorize', () =>
         this.#authorize(request.principal, request.workspace, {
           operation: operation.name,
           ...(request.credentials === undefined ? {} : { credentials: request.credentials }),
         }),
       );
+      // A synchronous answer is used as it is (no turn of the microtask queue for it).
+      const allowed = verdict instanceof Promise ? await verdict : verdict;
       if (!allowed) {
         throw new IdemError(
           'forbidden',
@@ -358,7 +367,7 @@ export class Executor<App> {
           operation,
         );
         if (joined.kind === 'replay')
-          return finish(await this.#settle(joined.receipt, attemptId, request.signal));
+          return finish(await this.#answer(joined.receipt, attemptId, request.signal));
         if (joined.kind === 'reject') throw joined.error;
         break;
       }
@@ -369,7 +378,7 @@ export class Executor<App> {
       const early = decide(found, requestFingerprint, this.#clock.now(), operation);
       if (early.kind === 'replay') {
         endLead();
-        return finish(await this.#settle(early.receipt, attemptId, request.signal));
+        return finish(await this.#answer(early.receipt, attemptId, request.signal));
       }
       if (early.kind === 'reject') throw early.error;
 
@@ -394,7 +403,7 @@ export class Executor<App> {
       endLead();
       operationId = undefined;
       if (outcome.decision.kind === 'replay') {
-        return finish(await this.#settle(outcome.decision.receipt, attemptId, request.signal));
+        return finish(await this.#answer(outcome.decision.receipt, attemptId, request.signal));
       }
       throw outcome.decision.error;
     } catch (error) {

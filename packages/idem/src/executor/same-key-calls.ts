@@ -45,10 +45,13 @@ export class SameKeyCalls {
     if (lead === undefined) return undefined;
     let { waited } = lead;
     if (waited === undefined) {
+      const led = new Promise<Followed>((resolve) => {
+        lead.end = resolve;
+      });
       // Stopped when the lead ends (see lead), so no timer outlives it.
       lead.timer = new AbortController();
       waited = lead.waited = Promise.race([
-        lead.led,
+        led,
         wait.clock.sleep(wait.waitMs, { signal: lead.timer.signal }).then(
           (): Followed => WAITED,
           (): Followed => WAITED,
@@ -76,21 +79,15 @@ export class SameKeyCalls {
   lead(identity: OperationIdentity): (committed?: ReceiptView) => void {
     const key = keyOf(identity);
     if (this.#leaders.has(key)) return noop;
-    let end!: (followed: Followed) => void;
-    const lead: Lead = {
-      led: new Promise((resolve) => {
-        end = resolve;
-      }),
-    };
+    // The promise is made when a first follower comes: a call nobody follows allocates none.
+    const lead: Lead = {};
     this.#leaders.set(key, lead);
-    let ended = false;
     return (committed) => {
-      if (ended) return;
-      ended = true;
+      if (this.#leaders.get(key) !== lead) return;
       // Gone from the map before anyone hears of the record: no call joins a settled commit.
       this.#leaders.delete(key);
       lead.timer?.abort(LEAD_ENDED);
-      end(committed ?? NOTHING);
+      lead.end?.(committed ?? NOTHING);
     };
   }
 
@@ -102,10 +99,13 @@ export class SameKeyCalls {
 
 /** One leader's call: what it committed, and its followers' bounded wait once one came. */
 interface Lead {
-  /** Resolves (never rejects) when the lead ends: with the record committed, or NOTHING. */
-  readonly led: Promise<Followed>;
-  /** `led`, or WAITED once the wait ran out; made when the first follower comes. */
+  /**
+   * Made when the first follower comes: resolves (never rejects) when the lead ends, with the
+   * record committed or NOTHING, or with WAITED once the wait ran out.
+   */
   waited?: Promise<Followed>;
+  /** Ends `waited` with what the lead committed. */
+  end?: (followed: Followed) => void;
   /** Stops the wait's timer when the lead ends. */
   timer?: AbortController;
 }

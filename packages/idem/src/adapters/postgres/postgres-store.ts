@@ -129,7 +129,8 @@ export function postgresDriver(
         // A read takes ACCESS SHARE locks too (a LOCK TABLE or an ALTER TABLE makes it wait): bound
         // the wait by the same lock_timeout as writes: the session's, or in a read-only transaction
         // of its own.
-        if (await boundedBySession(client)) {
+        // Known after the first read: no await (and no turn of the microtask queue) for it.
+        if (sessionBounded ?? (await boundedBySession(client))) {
           const value = await body(new PostgresConnection(client, named));
           client.release();
           return value;
