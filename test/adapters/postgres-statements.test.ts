@@ -70,7 +70,7 @@ if (postgresAvailable) {
       expect(await call('k1')).toBe(true);
       const named = names.filter((n) => n !== '');
       // First execution: the lookup, then (nothing found) the guarded insert; replay: the lookup.
-      expect(named).toEqual(['idem_find_v3', 'idem_insert_new_v4', 'idem_find_v3']);
+      expect(named).toEqual(['idem_find_v4', 'idem_insert_new_v4', 'idem_find_v4']);
     });
 
     it('names none with preparedStatements: false, and keeps the contract', async () => {
@@ -106,7 +106,7 @@ if (postgresAvailable) {
       await side.query('ROLLBACK');
       expect(await pending).toBe(false);
       // Contended: the lookup again under the lock and the upsert, not the guarded insert.
-      expect(names.filter((n) => n !== '')).toEqual(['idem_find_v3', 'idem_find_v3', 'idem_upsert_v3']);
+      expect(names.filter((n) => n !== '')).toEqual(['idem_find_v4', 'idem_find_v4', 'idem_upsert_v3']);
     });
   });
 }

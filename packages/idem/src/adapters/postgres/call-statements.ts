@@ -1,7 +1,6 @@
 import { hash } from 'node:crypto';
 import type { OperationIdentity } from '../../core/operation-identity.js';
 import { identityParams, OPERATION_COLUMNS } from '../operation-rows.js';
-import { recordArm, TOMBSTONE_ARM } from '../sql/found-row.js';
 import type { PgQueryConfig } from './postgres-pool.js';
 
 /** The identity's columns, in the order of `identityParams` (ON CONFLICT names the primary key by its columns, in any order). */
@@ -43,7 +42,8 @@ export interface CallStatements {
   /**
    * The record or tombstone of the key in any version of its operation (parameters: the identity):
    * the identity's own version wins, else the oldest, and a record before a tombstone. Reads only
-   * FOUND_COLUMNS (what a call decides on and answers with), never the whole record.
+   * FOUND_COLUMNS (what a call decides on and answers with), never the whole record, as one text
+   * column `found`: a JSON array of them in that order, or NULL (the function `idem_find`).
    */
   find: PgQueryConfig;
   upsert: PgQueryConfig;
@@ -63,18 +63,8 @@ export interface CallStatements {
  * migration that adds a column cannot invalidate a plan cached on a live connection.
  */
 export function callStatements(): CallStatements {
-  // The own version's record by its primary key first: a replay ends there (the Append under
-  // LIMIT 1 never starts its second branch); else both tables over every version.
-  const find = `(SELECT ${recordArm('NULL::bigint')} FROM idem_operations
-       WHERE principal = $1 AND workspace = $2 AND operation = $3 AND version = $4 AND idem_key = $5)
-     UNION ALL
-     (SELECT * FROM (
-         SELECT ${recordArm('NULL::bigint')} FROM idem_operations WHERE ${keyWhere(1, 5)}
-         UNION ALL
-         SELECT ${TOMBSTONE_ARM} FROM idem_tombstones WHERE ${keyWhere(1, 5)}) found
-       ORDER BY version <> $4, version, arm
-       LIMIT 1)
-     LIMIT 1`;
+  // The function of schema version 7 (postgres-schema.ts): one text column, or NULL.
+  const find = 'SELECT idem_find($1, $2, $3, $4, $5) AS found';
   // The record's own parameters: $1 is operation_id, the identity follows (OPERATION_COLUMNS).
   const insertNew = `WITH inserted AS (
        INSERT INTO idem_operations (${COLUMNS}) SELECT ${VALUES}
@@ -83,7 +73,7 @@ export function callStatements(): CallStatements {
      SELECT (SELECT count(*) FROM inserted)::int AS inserted,
        EXISTS (SELECT 1 FROM idem_tombstones WHERE ${keyWhere(2, 6)}) AS tombstoned`;
   return {
-    find: { name: 'idem_find_v3', text: find },
+    find: { name: 'idem_find_v4', text: find },
     upsert: { name: 'idem_upsert_v3', text: UPSERT },
     insertNew: { name: 'idem_insert_new_v4', text: insertNew },
   };

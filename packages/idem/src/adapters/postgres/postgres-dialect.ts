@@ -4,7 +4,7 @@ import { andThen } from '../../core/steps.js';
 import { numberedPlaceholders } from '../sql/shared-sql.js';
 import type { SqlConnection, SqlDialect } from '../sql/sql-driver.js';
 import { identityParams, OPERATION_COLUMNS, operationParams } from '../operation-rows.js';
-import { existingOfFound, foundValues, type FoundRow } from '../sql/found-row.js';
+import { existingOfFound } from '../sql/found-row.js';
 import { callStatements } from './call-statements.js';
 
 const CALL = callStatements();
@@ -23,9 +23,13 @@ export const postgresDialect: SqlDialect = {
   bool: (value) => value,
   call: {
     find(conn: SqlConnection, identity: OperationIdentity) {
-      return andThen(conn.all<FoundRow>(CALL.find, identityParams(identity)), (rows) =>
-        existingOfFound(identity, rows[0] === undefined ? undefined : foundValues(rows[0])),
-      );
+      return andThen(conn.all<{ found: string | null }>(CALL.find, identityParams(identity)), (rows) => {
+        const found = rows[0]?.found;
+        return existingOfFound(
+          identity,
+          found === undefined || found === null ? undefined : (JSON.parse(found) as unknown[]),
+        );
+      });
     },
     upsert(conn: SqlConnection, record: OperationRecord) {
       return andThen(conn.run(CALL.upsert, pgParams(record)), () => undefined);

@@ -120,6 +120,43 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE idem_operations ADD COLUMN IF NOT EXISTS accepted_trace TEXT;
   `,
+  // 7: a call's lookup as one function (issue 27): the identity's own record by its primary key,
+  // and only when there is none the key's records and tombstones in every version (the own version
+  // first, else the oldest; a record before a tombstone). Each query is planned once per session and
+  // a replay runs only the first; the answer is one text column, a JSON array in FOUND_COLUMNS order
+  // (found-row.ts), or NULL. Its tables resolve through the caller's search_path, as every other
+  // statement's do. One statement, so every driver and ORM can run it.
+  `
+  CREATE OR REPLACE FUNCTION idem_find(p TEXT, w TEXT, o TEXT, v INTEGER, k TEXT) RETURNS TEXT
+  LANGUAGE plpgsql STABLE AS $idem_find$
+  DECLARE
+    found TEXT;
+  BEGIN
+    SELECT json_build_array(0, version, fingerprint, expires_at, operation_id, status, resource_id,
+        result_json, error_json, attempt_count, NULL)::text INTO found
+      FROM idem_operations
+      WHERE principal = p AND workspace = w AND operation = o AND idem_key = k AND version = v;
+    IF found IS NOT NULL THEN
+      RETURN found;
+    END IF;
+    SELECT json_build_array(arm, version, fingerprint, expires_at, operation_id, status, resource_id,
+        result_json, error_json, attempt_count, receipt_expired_at)::text INTO found
+      FROM (
+        SELECT 0 AS arm, version, fingerprint, expires_at, operation_id, status, resource_id,
+            result_json, error_json, attempt_count, NULL::BIGINT AS receipt_expired_at
+          FROM idem_operations
+          WHERE principal = p AND workspace = w AND operation = o AND idem_key = k
+        UNION ALL
+        SELECT 1, version, fingerprint, expires_at, NULL, NULL, NULL, NULL, NULL, NULL, receipt_expired_at
+          FROM idem_tombstones
+          WHERE principal = p AND workspace = w AND operation = o AND idem_key = k
+      ) AS key_rows
+      ORDER BY version <> v, version, arm
+      LIMIT 1;
+    RETURN found;
+  END
+  $idem_find$
+  `,
 ];
 
 /** An arbitrary constant: the advisory lock that serializes migrations across instances. */
