@@ -324,7 +324,7 @@ function explanations(rows: readonly RowResult[], results: readonly TargetResult
     .join('; ');
   for (const id of ['receipts-p99-first', 'receipts-p99-replay']) {
     out[id] =
-      `Replays by receipts in the table — ${replayFigures}. A replay takes tens of microseconds, so its p99 moves with scheduling noise on a shared two-core machine; what really grows with the table is the B-tree depth and the share of index pages that no longer fit SQLite's page cache and are read from the OS page cache, one pread per level. openSqlite sets a 32 MiB page cache (SQLite's default is 2 MiB), which holds the upper levels of the indexes at these sizes, so a replay reads about one leaf per B-tree from the OS. ` +
+      `Replays by receipts in the table — ${replayFigures}. A replay takes ten or twenty microseconds, so its p99 moves with scheduling noise on a shared two-core machine, and a ratio of two such p99s grows as the empty table's replay gets faster (issue 27 took its lookup from a compound statement to one primary-key probe, which the empty table's cached pages serve fastest); what really grows with the table is the B-tree depth and the share of index pages that no longer fit SQLite's page cache and are read from the OS page cache, one pread per level. openSqlite sets a 32 MiB page cache (SQLite's default is 2 MiB), which holds the upper levels of the indexes at these sizes, so a replay reads about one leaf per B-tree from the OS. ` +
       "A first execution's p99 is dominated by its fsync and stays flat.";
   }
   const pt1 = m('pt-aof/powertools/first/c1');
@@ -467,6 +467,7 @@ function docsMarkdown(results: Results): string {
     'npm run bench              # every suite, 3 repetitions per row, profiles of missed targets (9 to 18 minutes: the disk sets it)',
     'npm run bench -- --quick   # smaller tables, shorter windows, no comparison-only rows: under a minute',
     'npm run bench -- --only "sqlite-full/(floor|idem)/first"   # some rows only; --suites sqlite-full,postgres',
+    'npm run bench:split        # where a replay and a storm spend their time (by hand, printed only)',
     '```',
     '',
     'The bench is TypeScript under `bench/`, compiled by `tsconfig.bench.json` into `dist-bench/` (not part of',
