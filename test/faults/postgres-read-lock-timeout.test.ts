@@ -165,7 +165,7 @@ describe.skipIf(!postgresAvailable)('reads on a pool whose sessions bound lock w
     expect(await t.store.receipts.lookup(identity)).toBeUndefined();
     expect(await t.store.receipts.lookup(identity)).toBeUndefined();
     expect(statements.some((text) => text.startsWith('BEGIN'))).toBe(false);
-    expect(statements.filter((text) => text.includes('idem_tombstones'))).toHaveLength(2);
+    expect(statements.filter((text) => text.includes('idem_find('))).toHaveLength(2);
 
     // A session bound longer than the store's own does not count: the read bounds itself.
     const looser: string[] = [];
