@@ -22,6 +22,7 @@ import {
   type PgClient,
 } from '../../packages/idem/src/adapters/postgres/index.js';
 import { idemCall, newKey, noteBody, openIdemSqlite, openRaw, PRINCIPAL, WORKSPACE } from '../lib/notes.js';
+import { INSERT_NOTE, NOTES_SQL } from '../suites/postgres.js';
 import { naiveSqlite } from '../suites/sqlite.js';
 
 const KEYS = 200;
@@ -101,9 +102,7 @@ async function postgres(url: string): Promise<void> {
   const schema = `idem_split_${randomBytes(6).toString('hex')}`;
   const pool = await openPostgres(url, { schema, max: 10, lockTimeoutMs: 5000 });
   try {
-    await pool.query(
-      'CREATE TABLE notes (note_id TEXT PRIMARY KEY, workspace TEXT NOT NULL, body TEXT NOT NULL, created_at BIGINT NOT NULL)',
-    );
+    await pool.query(NOTES_SQL);
     await pool.query(
       'CREATE TABLE receipts (idem_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, result_json TEXT NOT NULL)',
     );
@@ -114,10 +113,7 @@ async function postgres(url: string): Promise<void> {
       version: 1,
       effect: async (client, args, ctx) => {
         const noteId = `note_${randomBytes(8).toString('hex')}`;
-        await client.query(
-          'INSERT INTO notes (note_id, workspace, body, created_at) VALUES ($1, $2, $3, $4)',
-          [noteId, ctx.identity.workspace, args.body, Date.now()],
-        );
+        await client.query(INSERT_NOTE, [noteId, ctx.identity.workspace, args.body, Date.now()]);
         return { resource_id: noteId, note_id: noteId };
       },
     };

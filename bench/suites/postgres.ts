@@ -16,9 +16,9 @@ import type { RowResult, SuiteContext } from '../lib/types.js';
 const POOL_MAX = 10;
 const GROUP = 'PostgreSQL 15, synchronous_commit=on';
 
-const NOTES_SQL = `CREATE TABLE IF NOT EXISTS notes (
+export const NOTES_SQL = `CREATE TABLE IF NOT EXISTS notes (
   note_id TEXT PRIMARY KEY, workspace TEXT NOT NULL, body TEXT NOT NULL, created_at BIGINT NOT NULL)`;
-const INSERT_NOTE = 'INSERT INTO notes (note_id, workspace, body, created_at) VALUES ($1, $2, $3, $4)';
+export const INSERT_NOTE = 'INSERT INTO notes (note_id, workspace, body, created_at) VALUES ($1, $2, $3, $4)';
 
 /** Counts statements sent to the server (each is one round trip with node-postgres). */
 class RoundTrips {

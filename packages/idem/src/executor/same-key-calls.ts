@@ -2,21 +2,6 @@ import type { Clock } from '../core/clock.js';
 import type { OperationIdentity } from '../core/operation-identity.js';
 import type { ReceiptView } from '../core/receipt.js';
 
-/**
- * The calls of one executor in flight, by identity: while one call of an identity (the leader)
- * looks its key up and commits, the others of the same identity that arrive meanwhile (a retry
- * storm) wait for it instead of each reading the key, queueing a write and reading it again under
- * the lock. When the leader executed, each follower decides on the record it committed (with its
- * own fingerprint, version and clock: a replay, a conflict, ...); when it did anything else
- * (replayed, was refused, failed), each follower goes its own way from the start, lookup first.
- *
- * Why a follower may answer from the leader's record without reading it: it joined before the
- * leader's commit settled, and the commit is the moment that record came to be; a record that a
- * local effect committed `succeeded` (or a durable operation `accepted`, which the follower then
- * waits on by reading the ledger) does not change in the microseconds between that COMMIT and its
- * settling here. A lookup's result is never shared: its read may predate a follower's arrival.
- * Only calls of this executor (this process) are joined; others meet in the database as before.
- */
 /** The leader ended without committing a record (it replayed, was refused or failed). */
 export const NOTHING = 'nothing';
 /** The follower's wait for its leader ran out. */
@@ -25,6 +10,22 @@ export const WAITED = 'waited';
 /** What a follower learns: the leader's committed record, NOTHING or WAITED. */
 export type Followed = ReceiptView | typeof NOTHING | typeof WAITED;
 
+/**
+ * The calls of one executor in flight, by identity: while one call of an identity (the leader)
+ * looks its key up and commits, the others of the same identity that arrive meanwhile (a retry
+ * storm) wait for it instead of each reading the key, queueing a write and reading it again under
+ * the lock. When the leader executed, each follower decides on the record it committed (with its
+ * own fingerprint, version and clock: a replay, a conflict, ...); when it did anything else
+ * (replayed, was refused, failed), the followers start over: one leads (lookup first), the others
+ * follow it.
+ *
+ * Why a follower may answer from the leader's record without reading it: it joined before the
+ * leader's commit settled, and the commit is the moment that record came to be; a record that a
+ * local effect committed `succeeded` (or a durable operation `accepted`, which the follower then
+ * waits on by reading the ledger) does not change in the microseconds between that COMMIT and its
+ * settling here. A lookup's result is never shared: its read may predate a follower's arrival.
+ * Only calls of this executor (this process) are joined; others meet in the database as before.
+ */
 export class SameKeyCalls {
   readonly #leaders = new Map<string, Lead>();
 

@@ -28,10 +28,9 @@ export const FOUND_COLUMNS = [
 /** A found row as objects keyed by FOUND_COLUMNS (numbers MAY come as strings or bigints). */
 export type FoundRow = Readonly<Record<(typeof FOUND_COLUMNS)[number], unknown>>;
 
-/** The select list of the record arm over `idem_operations` (`nullBigint`: the engine's typed NULL). */
-export function recordArm(nullBigint: string): string {
-  return `0 AS arm, version, fingerprint, expires_at, operation_id, status, resource_id, result_json, error_json, attempt_count, ${nullBigint} AS receipt_expired_at`;
-}
+/** The select list of the record arm over `idem_operations`, in FOUND_COLUMNS order. */
+export const RECORD_ARM =
+  '0 AS arm, version, fingerprint, expires_at, operation_id, status, resource_id, result_json, error_json, attempt_count, NULL AS receipt_expired_at';
 
 /** The select list of the tombstone arm over `idem_tombstones`, in FOUND_COLUMNS order. */
 export const TOMBSTONE_ARM =

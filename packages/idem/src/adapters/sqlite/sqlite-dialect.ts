@@ -4,7 +4,7 @@ import { andThen } from '../../core/steps.js';
 import type { MaybePromise } from '../../ports/maybe-async.js';
 import type { SqlConnection, SqlDialect, SqlStatement, SqlValue } from '../sql/sql-driver.js';
 import { OPERATION_COLUMNS, operationParams } from '../operation-rows.js';
-import { existingOfFound, foundValues, recordArm, TOMBSTONE_ARM, type FoundRow } from '../sql/found-row.js';
+import { existingOfFound, foundValues, RECORD_ARM, TOMBSTONE_ARM, type FoundRow } from '../sql/found-row.js';
 
 /** The key in any version of its operation: the identity without `version` (see FIND_ANY). */
 const KEY_WHERE = 'principal = ? AND workspace = ? AND operation = ? AND idem_key = ?';
@@ -17,7 +17,7 @@ const KEY_COLUMNS: readonly string[] = ['principal', 'workspace', 'operation', '
  */
 const FIND_OWN: SqlStatement = {
   name: 'idem_v1_sqlite_find_own',
-  text: `SELECT ${recordArm('NULL')} FROM idem_operations
+  text: `SELECT ${RECORD_ARM} FROM idem_operations
      WHERE principal = ? AND workspace = ? AND operation = ? AND version = ? AND idem_key = ?`,
 };
 
@@ -30,7 +30,7 @@ const FIND_OWN: SqlStatement = {
 const FIND_ANY: SqlStatement = {
   name: 'idem_v1_sqlite_find_any',
   text: `SELECT * FROM (
-       SELECT ${recordArm('NULL')} FROM idem_operations WHERE ${KEY_WHERE}
+       SELECT ${RECORD_ARM} FROM idem_operations WHERE ${KEY_WHERE}
        UNION ALL
        SELECT ${TOMBSTONE_ARM} FROM idem_tombstones WHERE ${KEY_WHERE})
      ORDER BY version <> ?, version, arm
