@@ -59,7 +59,7 @@ async function setUp(preparedStatements?: boolean) {
     if (!outcome.ok) throw outcome.error;
     return outcome.replayed;
   };
-  return { pool, names, call, schema };
+  return { pool, names, call, schema, store };
 }
 
 if (postgresAvailable) {
@@ -87,6 +87,62 @@ if (postgresAvailable) {
       await pool.query('ALTER TABLE idem_operations ADD COLUMN added_later TEXT');
       expect(await call('k1')).toBe(true);
       expect(await call('k2')).toBe(false);
+    });
+
+    it('reads the lookups of one turn in one statement, each answer what a lookup of its own reads', async () => {
+      const { pool, names, call, store } = await setUp();
+      expect(await call('k1')).toBe(false);
+      expect(await call('k2')).toBe(false);
+      await pool.query(
+        `INSERT INTO idem_tombstones (principal, workspace, operation, version, idem_key, fingerprint, receipt_expired_at, expires_at)
+         VALUES ('p', 'w', 'noop', 1, 'gone', 'f-gone', 1, 9999999999999)`,
+      );
+      const at = (key: string, version = 1) => ({
+        principal: 'p',
+        workspace: 'w',
+        operation: 'noop',
+        version,
+        key,
+      });
+      // A record, another record, nothing, the key at another version, a tombstone, a repeat.
+      const identities = [at('k1'), at('k2'), at('absent'), at('k1', 2), at('gone'), at('k2')];
+      names.length = 0;
+      const together = await Promise.all(identities.map((identity) => store.receipts.lookup(identity)));
+      // (Outside a read-only transaction of its own when the pool's sessions do not bound lock waits.)
+      const named = () => names.filter((n) => n !== '');
+      expect(named()).toEqual(['idem_find_many_v1']);
+      const alone = [];
+      for (const identity of identities) alone.push(await store.receipts.lookup(identity));
+      expect(named().slice(1)).toEqual(identities.map(() => 'idem_find_v4'));
+      expect(together).toEqual(alone);
+      expect(together.map((found) => found?.kind)).toEqual([
+        'receipt',
+        'receipt',
+        undefined,
+        'receipt',
+        'tombstone',
+        'receipt',
+      ]);
+      expect(together[3]?.kind === 'receipt' && together[3].receipt.identity.version).toBe(1);
+    });
+
+    it("looks each key up alone when one caller's key fails the statement, failing only that lookup", async () => {
+      const { names, call, store } = await setUp();
+      expect(await call('k1')).toBe(false);
+      const at = (key: string) => ({ principal: 'p', workspace: 'w', operation: 'noop', version: 1, key });
+      names.length = 0;
+      const settled = await Promise.allSettled(
+        [at('k1'), at('nul\u0000key'), at('absent')].map((identity) => store.receipts.lookup(identity)),
+      );
+      expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect((settled[0] as PromiseFulfilledResult<{ kind: string }>).value.kind).toBe('receipt');
+      expect((settled[2] as PromiseFulfilledResult<undefined>).value).toBeUndefined();
+      expect(names.filter((n) => n !== '')).toEqual([
+        'idem_find_many_v1',
+        'idem_find_v4',
+        'idem_find_v4',
+        'idem_find_v4',
+      ]);
     });
 
     it('looks under the lock when another transaction holds the identity, then executes once', async () => {

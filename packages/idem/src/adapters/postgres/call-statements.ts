@@ -46,6 +46,11 @@ export interface CallStatements {
    * column `found`: a JSON array of them in that order, or NULL (the function `idem_find`).
    */
   find: PgQueryConfig;
+  /**
+   * `find` of several identities (one parameter: a JSON array of their `identityParams`), one row
+   * `found` per identity, in their order.
+   */
+  findMany: PgQueryConfig;
   upsert: PgQueryConfig;
   /**
    * The record of a first execution, written only where the key has neither a record (in any
@@ -65,6 +70,9 @@ export interface CallStatements {
 export function callStatements(): CallStatements {
   // The function of schema version 7 (postgres-schema.ts): one text column, or NULL.
   const find = 'SELECT idem_find($1, $2, $3, $4, $5) AS found';
+  // One text parameter rather than five arrays, so that every driver and ORM sends it alike.
+  const findMany = `SELECT idem_find(e->>0, e->>1, e->>2, (e->>3)::int, e->>4) AS found
+     FROM json_array_elements($1::json) WITH ORDINALITY AS keys(e, n) ORDER BY n`;
   // The record's own parameters: $1 is operation_id, the identity follows (OPERATION_COLUMNS).
   const insertNew = `WITH inserted AS (
        INSERT INTO idem_operations (${COLUMNS}) SELECT ${VALUES}
@@ -74,6 +82,7 @@ export function callStatements(): CallStatements {
        EXISTS (SELECT 1 FROM idem_tombstones WHERE ${keyWhere(2, 6)}) AS tombstoned`;
   return {
     find: { name: 'idem_find_v4', text: find },
+    findMany: { name: 'idem_find_many_v1', text: findMany },
     upsert: { name: 'idem_upsert_v3', text: UPSERT },
     insertNew: { name: 'idem_insert_new_v4', text: insertNew },
   };

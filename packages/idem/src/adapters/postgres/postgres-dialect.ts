@@ -1,4 +1,6 @@
+import { IdemError } from '../../core/errors.js';
 import type { OperationIdentity } from '../../core/operation-identity.js';
+import type { Existing } from '../../core/receipt.js';
 import type { OperationRecord } from '../../core/operation-record.js';
 import { andThen } from '../../core/steps.js';
 import { numberedPlaceholders } from '../sql/shared-sql.js';
@@ -23,12 +25,21 @@ export const postgresDialect: SqlDialect = {
   bool: (value) => value,
   call: {
     find(conn: SqlConnection, identity: OperationIdentity) {
-      return andThen(conn.all<{ found: string | null }>(CALL.find, identityParams(identity)), (rows) => {
-        const found = rows[0]?.found;
-        return existingOfFound(
-          identity,
-          found === undefined || found === null ? undefined : (JSON.parse(found) as unknown[]),
-        );
+      return andThen(conn.all<{ found: string | null }>(CALL.find, identityParams(identity)), (rows) =>
+        existingOfText(identity, rows[0]?.found),
+      );
+    },
+    findMany(conn: SqlConnection, identities: readonly OperationIdentity[]) {
+      const keys = JSON.stringify(identities.map(identityParams));
+      return andThen(conn.all<{ found: string | null }>(CALL.findMany, [keys]), (rows) => {
+        // A missing row must never read as "nothing found" (that would run the call again).
+        if (rows.length !== identities.length) {
+          throw new IdemError(
+            'internal',
+            `a lookup of ${identities.length} keys answered ${rows.length} rows`,
+          );
+        }
+        return identities.map((identity, i) => existingOfText(identity, rows[i]?.found));
       });
     },
     upsert(conn: SqlConnection, record: OperationRecord) {
@@ -42,6 +53,14 @@ export const postgresDialect: SqlDialect = {
     },
   },
 };
+
+/** The record or tombstone of `idem_find`'s answer (a JSON array in FOUND_COLUMNS order, or NULL). */
+function existingOfText(identity: OperationIdentity, found: string | null | undefined): Existing | undefined {
+  return existingOfFound(
+    identity,
+    found === undefined || found === null ? undefined : (JSON.parse(found) as unknown[]),
+  );
+}
 
 /** A record's row with `dispatched` as a boolean. */
 function pgParams(record: OperationRecord): (string | number | boolean | null)[] {

@@ -42,6 +42,15 @@ export interface CallSql {
    * a record, its `ReceiptView` fields. Idem's dialects read only those columns (FOUND_COLUMNS).
    */
   find(conn: SqlConnection, identity: OperationIdentity): MaybePromise<Existing | undefined>;
+  /**
+   * Optional: `find` of several identities in one statement, answered in their order. A store on
+   * an asynchronous driver reads the lock-free lookups of one turn with it (LookupBatcher). MUST
+   * answer exactly what `find` of each would at the statement's time.
+   */
+  findMany?(
+    conn: SqlConnection,
+    identities: readonly OperationIdentity[],
+  ): MaybePromise<(Existing | undefined)[]>;
   /** Insert or replace the record of `identity`. */
   upsert(conn: SqlConnection, record: OperationRecord): MaybePromise<void>;
   /**

@@ -13,6 +13,7 @@ import {
 import { identityParams } from '../operation-rows.js';
 import type { SharedSql } from './shared-sql.js';
 import type { SqlDriver } from './sql-driver.js';
+import { LookupBatcher } from './lookup-batcher.js';
 
 /** Receipts over any SQL driver: the dialect's call statements, in the driver's transaction. */
 export class SqlReceipts<Tx> implements ReceiptStore<Tx> {
@@ -20,15 +21,25 @@ export class SqlReceipts<Tx> implements ReceiptStore<Tx> {
   readonly #driver: SqlDriver<Tx>;
   readonly #sql: SharedSql;
   readonly #clock: Clock;
+  /** On an asynchronous driver whose dialect reads several keys at once: the lookups of one turn together. */
+  readonly #batcher: LookupBatcher | undefined;
 
   constructor(driver: SqlDriver<Tx>, sql: SharedSql, clock: Clock) {
     this.#driver = driver;
     this.#sql = sql;
     this.#clock = clock;
     this.capabilities = driver.capabilities;
+    const { find, findMany } = driver.dialect.call;
+    if (findMany !== undefined && !driver.capabilities.synchronous) {
+      this.#batcher = new LookupBatcher(
+        (identities) => driver.read((conn) => findMany(conn, identities)),
+        (identity, options) => driver.read((conn) => find(conn, identity), options),
+      );
+    }
   }
 
   lookup(identity: OperationIdentity, options: SignalOption = {}): Promise<Existing | undefined> {
+    if (this.#batcher !== undefined) return this.#batcher.lookup(identity, options);
     return this.#driver.read((conn) => this.#driver.dialect.call.find(conn, identity), options);
   }
 

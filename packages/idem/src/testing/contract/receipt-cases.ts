@@ -227,6 +227,39 @@ export function receiptCases<Tx>(factory: StoreContractFactory<Tx>): Array<Case<
       },
     ],
     [
+      'receipts.lookup: lookups sent at once each answer what a lookup alone answers, and an abort ends only its own',
+      async (h) => {
+        const kept = await h.put(receiptRecord('note-1', h.now, DAY));
+        await h.put(receiptRecord('note-2', h.now, HOUR));
+        h.advance(HOUR);
+        await h.store.housekeeping.sweep({ now: h.now, tombstoneTtlMs: DAY, batchSize: 10 });
+        // A record, a tombstone, nothing, the key of a record at another version, a repeat.
+        const asked = [identity('note-1'), identity('note-2'), identity('absent'), identity('note-1', 2)];
+        asked.push(identity('note-2'));
+        const reason = new Error('this caller gave up');
+        const controller = new AbortController();
+        const together = asked.map((id) => h.store.receipts.lookup(id));
+        const aborted = h.store.receipts.lookup(identity('note-1'), { signal: controller.signal });
+        controller.abort(reason);
+        // Aborted after it was sent: rejected with the reason, or (a store that had answered
+        // already) the answer; never another caller's outcome.
+        const mine = await aborted.then(
+          (found) => ({ found }),
+          (error: unknown) => ({ error }),
+        );
+        if ('error' in mine) assert.equal(mine.error, reason);
+        else sameExisting(mine.found, { kind: 'receipt', receipt: kept });
+        const answers = await Promise.all(together);
+        for (const [i, id] of asked.entries()) {
+          sameExisting(answers[i], await h.store.receipts.lookup(id), `${id.key} at version ${id.version}`);
+        }
+        sameExisting(answers[0], { kind: 'receipt', receipt: kept });
+        sameExisting(answers[3], { kind: 'receipt', receipt: kept }, 'the key at another version');
+        assert.equal(answers[1]?.kind, 'tombstone');
+        assert.equal(answers[2], undefined);
+      },
+    ],
+    [
       'receipts.transaction: put over a tombstone removes the tombstone in the same transaction',
       async (h) => {
         const key = 'note-1';
