@@ -174,6 +174,57 @@ export async function postgresSuite(context: SuiteContext): Promise<RowResult[]>
         client.release();
       }
     };
+    // The storage floor of a receipt: the naive transaction's five round trips, but its lookup and
+    // receipt in Idem's own table (the row a receipt writes, its four B-trees), without any of
+    // Idem's code: what the receipt's storage costs, apart from the library.
+    const receiptFloor = async (key: string, body: string): Promise<void> => {
+      const fingerprint = createHash('sha256').update(JSON.stringify({ body })).digest('hex');
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const found = await client.query({
+          name: 'bench_receipt_floor_find',
+          text: `SELECT fingerprint FROM idem_operations WHERE principal = $1 AND workspace = $2
+                   AND operation = 'create_note' AND idem_key = $3 AND version = 1 FOR UPDATE`,
+          values: [PRINCIPAL, WORKSPACE, key],
+        });
+        if (found.rows[0] !== undefined) throw new Error('a fresh key replayed');
+        const noteId = newNoteId();
+        const now = Date.now();
+        await client.query(INSERT_NOTE, [noteId, WORKSPACE, body, now]);
+        const operationId = `op_${randomBytes(16).toString('hex')}`;
+        const result = {
+          status: 'succeeded',
+          operation_id: operationId,
+          resource_id: noteId,
+          note_id: noteId,
+        };
+        await client.query({
+          name: 'bench_receipt_floor_insert',
+          text: `INSERT INTO idem_operations (operation_id, principal, workspace, operation, version, idem_key,
+                   fingerprint, kind, status, resource_id, result_json, created_at, updated_at, expires_at,
+                   attempt_count, dispatched)
+                 VALUES ($1, $2, $3, 'create_note', 1, $4, $5, 'local', 'succeeded', $6, $7, $8, $8, $9, 1, false)`,
+          values: [
+            operationId,
+            PRINCIPAL,
+            WORKSPACE,
+            key,
+            fingerprint,
+            noteId,
+            JSON.stringify(result),
+            now,
+            now + 86_400_000,
+          ],
+        });
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
+    };
     // The naive replay: a plain read, no lock.
     const naiveReplay = async (key: string): Promise<void> => {
       const found = await pool.query('SELECT result_json FROM receipts WHERE idem_key = $1', [key]);
@@ -246,6 +297,17 @@ export async function postgresSuite(context: SuiteContext): Promise<RowResult[]>
           async (_lane, seq) => {
             if (await naive(newKey(), noteBody(seq))) throw new Error('a fresh key replayed');
           },
+        ),
+      );
+      planned.push(
+        counted(
+          spec(
+            'receipt-floor',
+            "receipt storage floor: the naive transaction with Idem's receipt row and table, no Idem code",
+            'first execution',
+            id('floor', 'first', `c${c}`),
+          ),
+          async (_lane, seq) => receiptFloor(newKey(), noteBody(seq)),
         ),
       );
       planned.push(

@@ -176,3 +176,47 @@ describe.skipIf(!postgresAvailable)('reads on a pool whose sessions bound lock w
     expect(looser.some((text) => text.startsWith('BEGIN READ ONLY'))).toBe(true);
   });
 });
+
+describe.skipIf(!postgresAvailable)('writes on a pool whose sessions bound lock waits', () => {
+  it('begin without a lock bound of their own only when the sessions have exactly the store’s', async () => {
+    const sets = (statements: string[]) =>
+      statements.filter((text) => text.includes('SET LOCAL lock_timeout'));
+    const begins = (statements: string[]) => statements.filter((text) => text.startsWith('BEGIN'));
+    for (const [session, own] of [
+      [LOCK_TIMEOUT_MS, false],
+      [LOCK_TIMEOUT_MS / 3, true],
+      [10_000, true],
+    ] as const) {
+      const statements: string[] = [];
+      const t = await sessionBoundedStore({ lockTimeoutMs: LOCK_TIMEOUT_MS }, statements, session);
+      onTestFinished(() => t.close());
+      statements.length = 0;
+      for (const key of ['w-1', 'w-2']) {
+        const outcome = await t.executor.run(t.createNote, { ...identity, key, args: { body: 'hi' } });
+        expect(outcome.ok).toBe(true);
+      }
+      const writes = begins(statements).filter((text) => !text.startsWith('BEGIN READ ONLY'));
+      expect(writes, `session lock_timeout ${session} ms`).toHaveLength(2);
+      expect(sets(writes), `session lock_timeout ${session} ms`).toHaveLength(own ? 2 : 0);
+      expect(writes.every((text) => text.includes('pg_try_advisory_xact_lock('))).toBe(true);
+    }
+  });
+
+  it('still answer busy within the bound behind a held table lock, and write nothing', async () => {
+    const t = await sessionBoundedStore({ lockTimeoutMs: LOCK_TIMEOUT_MS });
+    onTestFinished(() => t.close());
+    expect(
+      (await t.executor.run(t.createNote, { ...identity, key: 'before', args: { body: 'hi' } })).ok,
+    ).toBe(true);
+    const release = await holdLocks(t.path, ['idem_operations']);
+    const started = performance.now();
+    const outcome = await t.executor.run(t.createNote, { ...identity, key: 'held', args: { body: 'hi' } });
+    const tookMs = performance.now() - started;
+    expect(outcome).toMatchObject({ ok: false, error: { code: 'busy', retryable: true } });
+    expect(tookMs).toBeGreaterThanOrEqual(LOCK_TIMEOUT_MS - 50);
+    expect(tookMs).toBeLessThan(ANSWER_WITHIN_MS);
+    await release();
+    expect(await t.countNotes()).toBe(1);
+    expect(await t.countReceipts()).toBe(1);
+  });
+});

@@ -76,8 +76,8 @@ export class PostgresStore extends SqlStore<PgClient> {
 }
 
 /**
- * SQL and driver errors only: pooled clients, one round trip to begin (BEGIN, the lock bound and
- * the identity's advisory lock), and PostgreSQL's transaction protocol (runPgTransaction: bounded
+ * SQL and driver errors only: pooled clients, one round trip to begin (BEGIN, the lock bound
+ * unless every session has it, and the identity's advisory lock), and PostgreSQL's transaction protocol (runPgTransaction: bounded
  * re-runs after a serialization failure or deadlock on `clock`, the translation of what the
  * driver throws). `clock`, when given, takes the place of `options.clock`.
  */
@@ -94,20 +94,40 @@ export function postgresDriver(
   const readBegin = `BEGIN READ ONLY; SET LOCAL lock_timeout = ${lockTimeoutMs}`;
   /**
    * Whether the pool's sessions already bound lock waits by lockTimeoutMs or less (a pool from
-   * openPostgres with `lockTimeoutMs`): read once, on the first read's connection, since a pool
-   * opens every connection with the same settings. Idem itself only ever sets lock_timeout LOCAL to
-   * a transaction, so the answer holds for the store's life.
+   * openPostgres with `lockTimeoutMs`), and whether by exactly lockTimeoutMs: read once, on the
+   * first read's connection, since a pool opens every connection with the same settings. Idem
+   * itself only ever sets lock_timeout LOCAL to a transaction, so the answer holds for the store's
+   * life.
    */
   let sessionBounded: boolean | undefined;
+  let sessionExact = false;
   const boundedBySession = async (client: PgClient): Promise<boolean> => {
     if (sessionBounded === undefined) {
       const { rows } = await client.query<{ ms: string }>(
         "SELECT setting AS ms FROM pg_settings WHERE name = 'lock_timeout'",
       );
       const ms = Number(rows[0]?.ms);
+      sessionExact = ms === lockTimeoutMs;
       sessionBounded = ms > 0 && ms <= lockTimeoutMs;
     }
     return sessionBounded;
+  };
+  /**
+   * What a transaction sends first, in one round trip: BEGIN, the lock bound unless every session
+   * has exactly this one already (SET LOCAL costs the server a setting and its undoing at the end
+   * of each transaction: about a tenth of a first execution's rate at 8 in flight), and the
+   * identity's advisory lock. A key prints as digits only, so it is safe inline in the simple-query
+   * protocol.
+   */
+  const beginning = (lock: ReturnType<typeof pgIdentityLock>): string => {
+    const bound = sessionExact ? '' : `; SET LOCAL lock_timeout = ${lockTimeoutMs}`;
+    const take =
+      lock === undefined
+        ? ''
+        : lock.tryLock
+          ? `; SELECT pg_try_advisory_xact_lock(${lock.key}) AS free`
+          : `; SELECT pg_advisory_xact_lock(${lock.key})`;
+    return `BEGIN${bound}${take}`;
   };
   /** A pooled client; an abort while waiting for one ends the wait (a late client goes back). */
   const connect = async (signal: AbortSignal | undefined): Promise<PgClient> => {
@@ -157,14 +177,7 @@ export function postgresDriver(
       txOptions: SqlTransactionOptions = {},
     ): Promise<T> {
       const lock = pgIdentityLock(txOptions);
-      const take =
-        lock === undefined
-          ? ''
-          : lock.tryLock
-            ? `; SELECT pg_try_advisory_xact_lock(${lock.key}) AS free`
-            : `; SELECT pg_advisory_xact_lock(${lock.key})`;
-      // A key prints as digits only, so it is safe inline in the simple-query protocol.
-      const begin = `BEGIN; SET LOCAL lock_timeout = ${lockTimeoutMs}${take}`;
+      const begin = beginning(lock);
       return runPgTransaction(protocol, errors, txOptions.signal, async (attempt) => {
         const client = await connect(txOptions.signal);
         let committing = false;
