@@ -1,5 +1,6 @@
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -29,7 +30,8 @@ function ensureBuilt(): void {
   const newest = newestSource(path.join(ROOT, 'src'));
   const fresh = () => BUILT.every((file) => fs.existsSync(file) && fs.statSync(file).mtimeMs >= newest);
   if (fresh()) return;
-  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  // Wherever npm put TypeScript (hoisted to the workspace root, or in the package's own node_modules).
+  const tsc = createRequire(path.join(ROOT, 'package.json')).resolve('typescript/bin/tsc');
   try {
     execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'pipe' });
   } catch (error) {

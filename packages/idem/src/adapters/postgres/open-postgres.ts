@@ -12,7 +12,9 @@ export interface OpenPostgresOptions {
   /**
    * `lock_timeout` of every connection's session, ms. A PostgresStore whose `lockTimeoutMs` is at
    * least this then runs its reads as they are, without a read-only transaction of their own to
-   * bound their lock waits (one round trip fewer per replay). Unset: the server's default.
+   * bound their lock waits (one round trip fewer per replay), and one whose `lockTimeoutMs` is
+   * exactly this begins its write transactions without setting it again. Unset: the server's
+   * default.
    */
   lockTimeoutMs?: number;
   /** How long to wait for a connection from the pool or the server, ms. Default 5000. */
