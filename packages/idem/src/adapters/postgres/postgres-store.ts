@@ -77,9 +77,10 @@ export class PostgresStore extends SqlStore<PgClient> {
 
 /**
  * SQL and driver errors only: pooled clients, one round trip to begin (BEGIN, the lock bound
- * unless every session has it, and the identity's advisory lock), and PostgreSQL's transaction protocol (runPgTransaction: bounded
- * re-runs after a serialization failure or deadlock on `clock`, the translation of what the
- * driver throws). `clock`, when given, takes the place of `options.clock`.
+ * unless every session has it, and the identity's advisory lock), and PostgreSQL's transaction
+ * protocol (runPgTransaction: bounded re-runs after a serialization failure or deadlock on `clock`,
+ * the translation of what the driver throws). `clock`, when given, takes the place of
+ * `options.clock`.
  */
 export function postgresDriver(
   pool: PgPool,
