@@ -53,7 +53,9 @@ export const POSTGRES_CAPABILITIES: StoreCapabilities = {
  * transaction's own `PoolClient`. Concurrent calls with one identity are serialized by the
  * database (a transaction-scoped advisory lock on the identity, and the primary key as a
  * backstop), never by process memory. Replays are plain SELECTs that take no row lock and write
- * nothing, in a read-only transaction whose wait for a table lock is bounded by `lockTimeoutMs`.
+ * nothing, in a read-only transaction whose wait for a table lock is bounded by `lockTimeoutMs`
+ * (none where the pool's sessions bound it already); the lookups that start in one turn of the
+ * event loop are read in one statement, each answering what a lookup of its own would.
  * Workers share operations through `FOR UPDATE SKIP LOCKED` and leases.
  */
 export class PostgresStore extends SqlStore<PgClient> {
