@@ -470,6 +470,7 @@ function docsMarkdown(results: Results): string {
     'npm run bench -- --quick   # smaller tables, shorter windows, no comparison-only rows: under a minute',
     'npm run bench -- --only "sqlite-full/(floor|idem)/first"   # some rows only; --suites sqlite-full,postgres',
     'npm run bench:split        # where a replay and a storm spend their time (by hand, printed only)',
+    'npm run bench:split:pg     # PostgreSQL replays and first executions, piece by piece, alternating',
     '```',
     '',
     'The bench is TypeScript under `bench/`, compiled by `tsconfig.bench.json` into `dist-bench/` (not part of',

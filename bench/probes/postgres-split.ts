@@ -1,0 +1,255 @@
+/**
+ * Where PostgreSQL's time goes, measured by hand (issue 27, third round; not part of `npm run
+ * bench`): `npm run bench:split:pg` (builds the bench, then runs this). Every variant runs in this
+ * one process, in alternating windows (the first round dropped), so all see the same minutes of the
+ * machine; each line is the median of the other rounds, with every round's rate.
+ *
+ * - Replays at 1, 8 and 64 in flight: the naive SELECT; Idem's replay (lookups of one turn read
+ *   together); Idem's replay on a store whose dialect has no `findMany` (one statement each).
+ * - First executions at 8 in flight: the naive transaction; the same with Idem's receipt row and
+ *   table (the receipt storage floor); the same with Idem's guarded insert as the receipt's; Idem's
+ *   protocol sent by hand without Idem's JavaScript (lookup, BEGIN with the advisory lock, note,
+ *   guarded insert, COMMIT); Idem.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { silentLogger } from '../../packages/idem/src/core/logger.js';
+import { Executor, type CallOutcome, type IdempotentOperation } from '../../packages/idem/src/index.js';
+import {
+  identityLockKey,
+  openPostgres,
+  PostgresStore,
+  postgresDialect,
+  postgresDriver,
+  type PgClient,
+  type PgPool,
+} from '../../packages/idem/src/adapters/postgres/index.js';
+import { callStatements } from '../../packages/idem/src/adapters/postgres/call-statements.js';
+import { OPERATION_COLUMNS } from '../../packages/idem/src/adapters/operation-rows.js';
+import { SqlStore } from '../../packages/idem/src/adapters/sql/sql-store.js';
+import { newKey, newNoteId, PRINCIPAL, WORKSPACE } from '../lib/notes.js';
+import { INSERT_NOTE, NOTES_SQL } from '../suites/postgres.js';
+
+const KEYS = 200;
+const ROUNDS = 8;
+const BODY = 'a note of the split probe';
+const INSERT_NEW = callStatements().insertNew;
+
+/** Runs `variants` in alternating windows of `windowMs` with `lanes` callers; prints medians. */
+async function alternate(
+  label: string,
+  lanes: number,
+  windowMs: number,
+  variants: Record<string, (i: number) => Promise<unknown>>,
+): Promise<void> {
+  const rates = new Map<string, number[]>();
+  for (let round = 0; round < ROUNDS; round += 1) {
+    for (const [name, call] of Object.entries(variants)) {
+      let n = 0;
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: lanes }, async (_, lane) => {
+          for (let i = lane * 25; performance.now() - t0 < windowMs; i += 1, n += 1) await call(i);
+        }),
+      );
+      if (round > 0) rates.set(name, [...(rates.get(name) ?? []), n / ((performance.now() - t0) / 1000)]);
+    }
+  }
+  for (const [name, all] of rates) {
+    const sorted = [...all].sort((a, b) => a - b);
+    const median = sorted[Math.floor(sorted.length / 2)] as number;
+    const each = all.map((r) => r.toFixed(0)).join(' ');
+    console.log(`${label.padEnd(22)} ${median.toFixed(0).padStart(7)}/s  ${name.padEnd(30)} (${each})`);
+  }
+}
+
+/** The naive transaction, its receipt either the naive one or Idem's row (plain or guarded insert). */
+function naiveFirst(pool: PgPool, receipt: 'naive' | 'idem-row' | 'idem-guarded') {
+  return async (key: string): Promise<void> => {
+    const fingerprint = createHash('sha256')
+      .update(JSON.stringify({ body: BODY }))
+      .digest('hex');
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      const found =
+        receipt === 'naive'
+          ? await client.query('SELECT fingerprint FROM receipts WHERE idem_key = $1 FOR UPDATE', [key])
+          : await client.query({
+              name: 'split_floor_find',
+              text: `SELECT fingerprint FROM idem_operations WHERE principal = $1 AND workspace = $2
+                   AND operation = 'create_note' AND idem_key = $3 AND version = 1 FOR UPDATE`,
+              values: [PRINCIPAL, WORKSPACE, key],
+            });
+      if (found.rows[0] !== undefined) throw new Error('a fresh key was found');
+      const noteId = newNoteId();
+      const now = Date.now();
+      await client.query(INSERT_NOTE, [noteId, WORKSPACE, BODY, now]);
+      if (receipt === 'naive') {
+        await client.query('INSERT INTO receipts VALUES ($1, $2, $3, $4)', [
+          key,
+          fingerprint,
+          JSON.stringify({ status: 'succeeded', note_id: noteId }),
+          now,
+        ]);
+      } else {
+        await insertIdemRow(client, receipt === 'idem-guarded', key, fingerprint, noteId, now);
+      }
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  };
+}
+
+/** A receipt row as Idem writes a first execution's, with Idem's guarded insert or a plain one. */
+async function insertIdemRow(
+  client: PgClient,
+  guarded: boolean,
+  key: string,
+  fingerprint: string,
+  noteId: string,
+  now: number,
+): Promise<void> {
+  const operationId = `op_${randomBytes(16).toString('hex')}`;
+  const result = JSON.stringify({ status: 'succeeded', operation_id: operationId, resource_id: noteId });
+  const row: Record<string, string | number | boolean> = {
+    operation_id: operationId,
+    principal: PRINCIPAL,
+    workspace: WORKSPACE,
+    operation: 'create_note',
+    version: 1,
+    idem_key: key,
+    fingerprint,
+    kind: 'local',
+    status: 'succeeded',
+    resource_id: noteId,
+    result_json: result,
+    created_at: now,
+    updated_at: now,
+    expires_at: now + 86_400_000,
+    attempt_count: 1,
+    dispatched: false,
+  };
+  const columns = guarded ? OPERATION_COLUMNS : Object.keys(row);
+  const values = columns.map((column) => row[column] ?? null);
+  if (guarded) {
+    const { rows } = await client.query<{ inserted: number }>({ ...INSERT_NEW, values });
+    if (rows[0]?.inserted !== 1) throw new Error('the guarded insert wrote nothing');
+    return;
+  }
+  const placeholders = columns.map((_, i) => `$${i + 1}`).join(', ');
+  await client.query({
+    name: 'split_floor_insert',
+    text: `INSERT INTO idem_operations (${columns.join(', ')}) VALUES (${placeholders})`,
+    values,
+  });
+}
+
+/** Idem's first-execution protocol sent by hand: what it costs without Idem's JavaScript. */
+function byHand(pool: PgPool) {
+  return async (key: string): Promise<void> => {
+    const fingerprint = createHash('sha256')
+      .update(JSON.stringify({ body: BODY }))
+      .digest('hex');
+    const identity = {
+      principal: PRINCIPAL,
+      workspace: WORKSPACE,
+      operation: 'create_note',
+      version: 1,
+      key,
+    };
+    // As the store reads: a pooled client, the prepared lookup, the client back.
+    const reader = await pool.connect();
+    const { rows } = await reader
+      .query<{ found: string | null }>({
+        name: 'split_find',
+        text: 'SELECT idem_find($1, $2, $3, $4, $5) AS found',
+        values: [PRINCIPAL, WORKSPACE, 'create_note', 1, key],
+      })
+      .finally(() => reader.release());
+    if (rows[0]?.found !== null) throw new Error('a fresh key was found');
+    const client = await pool.connect();
+    try {
+      await client.query(`BEGIN; SELECT pg_try_advisory_xact_lock(${identityLockKey(identity)}) AS free`);
+      const noteId = newNoteId();
+      const now = Date.now();
+      await client.query(INSERT_NOTE, [noteId, WORKSPACE, BODY, now]);
+      await insertIdemRow(client, true, key, fingerprint, noteId, now);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  };
+}
+
+async function main(url: string): Promise<void> {
+  const schema = `idem_split_${randomBytes(6).toString('hex')}`;
+  const pool = await openPostgres(url, { schema, max: 10, lockTimeoutMs: 5000 });
+  try {
+    await pool.query(NOTES_SQL);
+    await pool.query(
+      'CREATE TABLE receipts (idem_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, result_json TEXT NOT NULL, created_at BIGINT NOT NULL)',
+    );
+    const store = await PostgresStore.create(pool);
+    // The same store with a dialect that cannot read several keys at once: one statement a lookup.
+    const driver = postgresDriver(pool, {});
+    const alone = new SqlStore({
+      ...driver,
+      dialect: { ...postgresDialect, call: { ...postgresDialect.call, findMany: undefined } },
+    });
+    const createNote: IdempotentOperation<PgClient, { body: string }> = {
+      name: 'create_note',
+      version: 1,
+      effect: async (client, args, ctx) => {
+        const noteId = newNoteId();
+        await client.query(INSERT_NOTE, [noteId, ctx.identity.workspace, args.body, Date.now()]);
+        return { resource_id: noteId, note_id: noteId };
+      },
+    };
+    const together = new Executor<PgClient>({ store, authorize: () => true, logger: silentLogger });
+    const oneEach = new Executor<PgClient>({ store: alone, authorize: () => true, logger: silentLogger });
+    const run = async (executor: Executor<PgClient>, key: string, replayed: boolean) => {
+      const outcome: CallOutcome = await executor.run(createNote, {
+        principal: PRINCIPAL,
+        workspace: WORKSPACE,
+        key,
+        args: { body: BODY },
+      });
+      if (!outcome.ok || outcome.replayed !== replayed)
+        throw new Error(`unexpected: ${JSON.stringify(outcome)}`);
+    };
+    const keys = Array.from({ length: KEYS }, () => newKey());
+    const naive = naiveFirst(pool, 'naive');
+    for (const key of keys) {
+      await run(together, key, false);
+      await naive(key);
+    }
+    const key = (i: number) => keys[i % KEYS] as string;
+    for (const lanes of [1, 8, 64]) {
+      await alternate(`replay, ${lanes} in flight`, lanes, 500, {
+        'naive SELECT': (i) => pool.query('SELECT result_json FROM receipts WHERE idem_key = $1', [key(i)]),
+        'Idem, lookups read together': (i) => run(together, key(i), true),
+        'Idem, one statement each': (i) => run(oneEach, key(i), true),
+      });
+    }
+    await alternate('first, 8 in flight', 8, 700, {
+      'naive transaction': () => naive(newKey()),
+      'with Idem’s row and table': () => naiveFirst(pool, 'idem-row')(newKey()),
+      'with Idem’s guarded insert': () => naiveFirst(pool, 'idem-guarded')(newKey()),
+      'Idem’s protocol by hand': () => byHand(pool)(newKey()),
+      Idem: () => run(together, newKey(), false),
+    });
+    await store.close();
+  } finally {
+    await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
+    await pool.end();
+  }
+}
+
+await main(process.env.IDEM_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
