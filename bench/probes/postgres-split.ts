@@ -23,16 +23,21 @@ import {
   type PgClient,
   type PgPool,
 } from '../../packages/idem/src/adapters/postgres/index.js';
-import { callStatements } from '../../packages/idem/src/adapters/postgres/call-statements.js';
-import { OPERATION_COLUMNS } from '../../packages/idem/src/adapters/operation-rows.js';
 import { SqlStore } from '../../packages/idem/src/adapters/sql/sql-store.js';
 import { newKey, newNoteId, PRINCIPAL, WORKSPACE } from '../lib/notes.js';
-import { INSERT_NOTE, NOTES_SQL } from '../suites/postgres.js';
+import {
+  inTransaction,
+  INSERT_NOTE,
+  insertIdemRow,
+  naiveTransaction,
+  NOTES_SQL,
+  RECEIPTS_SQL,
+  receiptFloorTransaction,
+} from '../suites/postgres.js';
 
 const KEYS = 200;
 const ROUNDS = 8;
 const BODY = 'a note of the split probe';
-const INSERT_NEW = callStatements().insertNew;
 
 /** Runs `variants` in alternating windows of `windowMs` with `lanes` callers; prints medians. */
 async function alternate(
@@ -62,92 +67,6 @@ async function alternate(
   }
 }
 
-/** The naive transaction, its receipt either the naive one or Idem's row (plain or guarded insert). */
-function naiveFirst(pool: PgPool, receipt: 'naive' | 'idem-row' | 'idem-guarded') {
-  return async (key: string): Promise<void> => {
-    const fingerprint = createHash('sha256')
-      .update(JSON.stringify({ body: BODY }))
-      .digest('hex');
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      const found =
-        receipt === 'naive'
-          ? await client.query('SELECT fingerprint FROM receipts WHERE idem_key = $1 FOR UPDATE', [key])
-          : await client.query({
-              name: 'split_floor_find',
-              text: `SELECT fingerprint FROM idem_operations WHERE principal = $1 AND workspace = $2
-                   AND operation = 'create_note' AND idem_key = $3 AND version = 1 FOR UPDATE`,
-              values: [PRINCIPAL, WORKSPACE, key],
-            });
-      if (found.rows[0] !== undefined) throw new Error('a fresh key was found');
-      const noteId = newNoteId();
-      const now = Date.now();
-      await client.query(INSERT_NOTE, [noteId, WORKSPACE, BODY, now]);
-      if (receipt === 'naive') {
-        await client.query('INSERT INTO receipts VALUES ($1, $2, $3, $4)', [
-          key,
-          fingerprint,
-          JSON.stringify({ status: 'succeeded', note_id: noteId }),
-          now,
-        ]);
-      } else {
-        await insertIdemRow(client, receipt === 'idem-guarded', key, fingerprint, noteId, now);
-      }
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
-  };
-}
-
-/** A receipt row as Idem writes a first execution's, with Idem's guarded insert or a plain one. */
-async function insertIdemRow(
-  client: PgClient,
-  guarded: boolean,
-  key: string,
-  fingerprint: string,
-  noteId: string,
-  now: number,
-): Promise<void> {
-  const operationId = `op_${randomBytes(16).toString('hex')}`;
-  const result = JSON.stringify({ status: 'succeeded', operation_id: operationId, resource_id: noteId });
-  const row: Record<string, string | number | boolean> = {
-    operation_id: operationId,
-    principal: PRINCIPAL,
-    workspace: WORKSPACE,
-    operation: 'create_note',
-    version: 1,
-    idem_key: key,
-    fingerprint,
-    kind: 'local',
-    status: 'succeeded',
-    resource_id: noteId,
-    result_json: result,
-    created_at: now,
-    updated_at: now,
-    expires_at: now + 86_400_000,
-    attempt_count: 1,
-    dispatched: false,
-  };
-  const columns = guarded ? OPERATION_COLUMNS : Object.keys(row);
-  const values = columns.map((column) => row[column] ?? null);
-  if (guarded) {
-    const { rows } = await client.query<{ inserted: number }>({ ...INSERT_NEW, values });
-    if (rows[0]?.inserted !== 1) throw new Error('the guarded insert wrote nothing');
-    return;
-  }
-  const placeholders = columns.map((_, i) => `$${i + 1}`).join(', ');
-  await client.query({
-    name: 'split_floor_insert',
-    text: `INSERT INTO idem_operations (${columns.join(', ')}) VALUES (${placeholders})`,
-    values,
-  });
-}
-
 /** Idem's first-execution protocol sent by hand: what it costs without Idem's JavaScript. */
 function byHand(pool: PgPool) {
   return async (key: string): Promise<void> => {
@@ -171,20 +90,16 @@ function byHand(pool: PgPool) {
       })
       .finally(() => reader.release());
     if (rows[0]?.found !== null) throw new Error('a fresh key was found');
-    const client = await pool.connect();
-    try {
-      await client.query(`BEGIN; SELECT pg_try_advisory_xact_lock(${identityLockKey(identity)}) AS free`);
-      const noteId = newNoteId();
-      const now = Date.now();
-      await client.query(INSERT_NOTE, [noteId, WORKSPACE, BODY, now]);
-      await insertIdemRow(client, true, key, fingerprint, noteId, now);
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    await inTransaction(
+      pool,
+      `BEGIN; SELECT pg_try_advisory_xact_lock(${identityLockKey(identity)}) AS free`,
+      async (client) => {
+        const noteId = newNoteId();
+        const now = Date.now();
+        await client.query(INSERT_NOTE, [noteId, WORKSPACE, BODY, now]);
+        await insertIdemRow(client, 'guarded', key, fingerprint, noteId, now);
+      },
+    );
   };
 }
 
@@ -193,9 +108,7 @@ async function main(url: string): Promise<void> {
   const pool = await openPostgres(url, { schema, max: 10, lockTimeoutMs: 5000 });
   try {
     await pool.query(NOTES_SQL);
-    await pool.query(
-      'CREATE TABLE receipts (idem_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, result_json TEXT NOT NULL, created_at BIGINT NOT NULL)',
-    );
+    await pool.query(RECEIPTS_SQL);
     const store = await PostgresStore.create(pool);
     // The same store with a dialect that cannot read several keys at once: one statement a lookup.
     const driver = postgresDriver(pool, {});
@@ -225,12 +138,15 @@ async function main(url: string): Promise<void> {
         throw new Error(`unexpected: ${JSON.stringify(outcome)}`);
     };
     const keys = Array.from({ length: KEYS }, () => newKey());
-    const naive = naiveFirst(pool, 'naive');
+    const naive = naiveTransaction(pool);
     for (const key of keys) {
       await run(together, key, false);
-      await naive(key);
+      await naive(key, BODY);
     }
     const key = (i: number) => keys[i % KEYS] as string;
+    const floor = receiptFloorTransaction(pool, 'plain');
+    const handMade = byHand(pool);
+    const guarded = receiptFloorTransaction(pool, 'guarded');
     for (const lanes of [1, 8, 64]) {
       await alternate(`replay, ${lanes} in flight`, lanes, 500, {
         'naive SELECT': (i) => pool.query('SELECT result_json FROM receipts WHERE idem_key = $1', [key(i)]),
@@ -239,10 +155,10 @@ async function main(url: string): Promise<void> {
       });
     }
     await alternate('first, 8 in flight', 8, 700, {
-      'naive transaction': () => naive(newKey()),
-      'with Idem’s row and table': () => naiveFirst(pool, 'idem-row')(newKey()),
-      'with Idem’s guarded insert': () => naiveFirst(pool, 'idem-guarded')(newKey()),
-      'Idem’s protocol by hand': () => byHand(pool)(newKey()),
+      'naive transaction': () => naive(newKey(), BODY),
+      'with Idem’s row and table': () => floor(newKey(), BODY),
+      'with Idem’s guarded insert': () => guarded(newKey(), BODY),
+      'Idem’s protocol by hand': () => handMade(newKey()),
       Idem: () => run(together, newKey(), false),
     });
     await store.close();

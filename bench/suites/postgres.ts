@@ -7,6 +7,8 @@ import {
   type PgPool,
 } from '../../packages/idem/src/adapters/postgres/index.js';
 import { Executor, type IdempotentOperation } from '../../packages/idem/src/index.js';
+import { callStatements } from '../../packages/idem/src/adapters/postgres/call-statements.js';
+import { OPERATION_COLUMNS } from '../../packages/idem/src/adapters/operation-rows.js';
 import { silentLogger } from '../../packages/idem/src/core/logger.js';
 import type { Op } from '../lib/measure.js';
 import { newKey, newNoteId, noteBody, PRINCIPAL, WORKSPACE } from '../lib/notes.js';
@@ -19,6 +21,130 @@ const GROUP = 'PostgreSQL 15, synchronous_commit=on';
 export const NOTES_SQL = `CREATE TABLE IF NOT EXISTS notes (
   note_id TEXT PRIMARY KEY, workspace TEXT NOT NULL, body TEXT NOT NULL, created_at BIGINT NOT NULL)`;
 export const INSERT_NOTE = 'INSERT INTO notes (note_id, workspace, body, created_at) VALUES ($1, $2, $3, $4)';
+/** The naive transaction's receipts: one primary key. */
+export const RECEIPTS_SQL = `CREATE TABLE receipts (
+  idem_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, result_json TEXT NOT NULL, created_at BIGINT NOT NULL)`;
+const INSERT_NEW = callStatements().insertNew;
+
+/** `begin` (BEGIN, with whatever else its round trip takes), `body`, COMMIT; ROLLBACK on a failure. */
+export async function inTransaction<T>(
+  pool: PgPool,
+  begin: string,
+  body: (client: PgClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query(begin);
+    const value = await body(client);
+    await client.query('COMMIT');
+    return value;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * The naive idempotent transaction: BEGIN; SELECT receipt FOR UPDATE; INSERT note; INSERT receipt;
+ * COMMIT. Resolves true when the key had a receipt (a replay: nothing written).
+ */
+export function naiveTransaction(pool: PgPool): (key: string, body: string) => Promise<boolean> {
+  return (key, body) => {
+    const fingerprint = createHash('sha256')
+      .update(JSON.stringify({ workspace: WORKSPACE, body }))
+      .digest('hex');
+    return inTransaction(pool, 'BEGIN', async (client) => {
+      const found = await client.query<{ fingerprint: string }>(
+        'SELECT fingerprint FROM receipts WHERE idem_key = $1 FOR UPDATE',
+        [key],
+      );
+      if (found.rows[0] !== undefined) return true;
+      const noteId = newNoteId();
+      await client.query(INSERT_NOTE, [noteId, WORKSPACE, body, Date.now()]);
+      await client.query('INSERT INTO receipts VALUES ($1, $2, $3, $4)', [
+        key,
+        fingerprint,
+        JSON.stringify({ status: 'succeeded', note_id: noteId }),
+        Date.now(),
+      ]);
+      return false;
+    });
+  };
+}
+
+/**
+ * The storage floor of a receipt: the naive transaction's five round trips, but its lookup and
+ * receipt in Idem's own table (the row a receipt writes, its four B-trees), without any of Idem's
+ * code: what the receipt's storage costs, apart from the library. `guarded`: the receipt written
+ * with Idem's own guarded insert instead of a plain one.
+ */
+export function receiptFloorTransaction(
+  pool: PgPool,
+  insert: 'plain' | 'guarded',
+): (key: string, body: string) => Promise<void> {
+  return (key, body) => {
+    const fingerprint = createHash('sha256').update(JSON.stringify({ body })).digest('hex');
+    return inTransaction(pool, 'BEGIN', async (client) => {
+      const found = await client.query({
+        name: 'bench_receipt_floor_find',
+        text: `SELECT fingerprint FROM idem_operations WHERE principal = $1 AND workspace = $2
+                 AND operation = 'create_note' AND idem_key = $3 AND version = 1 FOR UPDATE`,
+        values: [PRINCIPAL, WORKSPACE, key],
+      });
+      if (found.rows[0] !== undefined) throw new Error('a fresh key replayed');
+      const noteId = newNoteId();
+      const now = Date.now();
+      await client.query(INSERT_NOTE, [noteId, WORKSPACE, body, now]);
+      await insertIdemRow(client, insert, key, fingerprint, noteId, now);
+    });
+  };
+}
+
+/** A first execution's receipt row as Idem writes it, with a plain INSERT or Idem's guarded one. */
+export async function insertIdemRow(
+  client: PgClient,
+  insert: 'plain' | 'guarded',
+  key: string,
+  fingerprint: string,
+  noteId: string,
+  now: number,
+): Promise<void> {
+  const operationId = `op_${randomBytes(16).toString('hex')}`;
+  const result = { status: 'succeeded', operation_id: operationId, resource_id: noteId, note_id: noteId };
+  const row: Record<string, string | number | boolean> = {
+    operation_id: operationId,
+    principal: PRINCIPAL,
+    workspace: WORKSPACE,
+    operation: 'create_note',
+    version: 1,
+    idem_key: key,
+    fingerprint,
+    kind: 'local',
+    status: 'succeeded',
+    resource_id: noteId,
+    result_json: JSON.stringify(result),
+    created_at: now,
+    updated_at: now,
+    expires_at: now + 86_400_000,
+    attempt_count: 1,
+    dispatched: false,
+  };
+  if (insert === 'guarded') {
+    const values = OPERATION_COLUMNS.map((column) => row[column] ?? null);
+    const { rows } = await client.query<{ inserted: number }>({ ...INSERT_NEW, values });
+    if (rows[0]?.inserted !== 1) throw new Error('the guarded insert wrote nothing');
+    return;
+  }
+  const columns = Object.keys(row);
+  await client.query({
+    name: 'bench_receipt_floor_insert',
+    text: `INSERT INTO idem_operations (${columns.join(', ')})
+             VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`,
+    values: columns.map((column) => row[column]),
+  });
+}
 
 /** Counts statements sent to the server (each is one round trip with node-postgres). */
 class RoundTrips {
@@ -90,8 +216,7 @@ export async function postgresSuite(context: SuiteContext): Promise<RowResult[]>
   const pool = trips.wrap(rawPool);
   try {
     await rawPool.query(NOTES_SQL);
-    await rawPool.query(`CREATE TABLE receipts (
-      idem_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, result_json TEXT NOT NULL, created_at BIGINT NOT NULL)`);
+    await rawPool.query(RECEIPTS_SQL);
     const store = await PostgresStore.create(pool);
     const executor = new Executor<PgClient>({ store, authorize: () => true, logger: silentLogger });
     // The same tables without named prepared statements: every statement parsed and planned anew.
@@ -131,100 +256,12 @@ export async function postgresSuite(context: SuiteContext): Promise<RowResult[]>
       await pool.query(INSERT_NOTE, [newNoteId(), WORKSPACE, noteBody(seq), Date.now()]);
     };
     // The same insert in an explicit transaction: BEGIN; INSERT; COMMIT.
-    const floorTx: Op = async (_lane, seq) => {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
+    const floorTx: Op = (_lane, seq) =>
+      inTransaction(pool, 'BEGIN', async (client) => {
         await client.query(INSERT_NOTE, [newNoteId(), WORKSPACE, noteBody(seq), Date.now()]);
-        await client.query('COMMIT');
-      } finally {
-        client.release();
-      }
-    };
-    // The naive idempotent transaction: BEGIN; SELECT receipt FOR UPDATE; INSERT note; INSERT receipt; COMMIT.
-    const naive = async (key: string, body: string): Promise<boolean> => {
-      const fingerprint = createHash('sha256')
-        .update(JSON.stringify({ workspace: WORKSPACE, body }))
-        .digest('hex');
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        const found = await client.query<{ fingerprint: string }>(
-          'SELECT fingerprint FROM receipts WHERE idem_key = $1 FOR UPDATE',
-          [key],
-        );
-        if (found.rows[0] !== undefined) {
-          await client.query('COMMIT');
-          return true;
-        }
-        const noteId = newNoteId();
-        await client.query(INSERT_NOTE, [noteId, WORKSPACE, body, Date.now()]);
-        await client.query('INSERT INTO receipts VALUES ($1, $2, $3, $4)', [
-          key,
-          fingerprint,
-          JSON.stringify({ status: 'succeeded', note_id: noteId }),
-          Date.now(),
-        ]);
-        await client.query('COMMIT');
-        return false;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      } finally {
-        client.release();
-      }
-    };
-    // The storage floor of a receipt: the naive transaction's five round trips, but its lookup and
-    // receipt in Idem's own table (the row a receipt writes, its four B-trees), without any of
-    // Idem's code: what the receipt's storage costs, apart from the library.
-    const receiptFloor = async (key: string, body: string): Promise<void> => {
-      const fingerprint = createHash('sha256').update(JSON.stringify({ body })).digest('hex');
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        const found = await client.query({
-          name: 'bench_receipt_floor_find',
-          text: `SELECT fingerprint FROM idem_operations WHERE principal = $1 AND workspace = $2
-                   AND operation = 'create_note' AND idem_key = $3 AND version = 1 FOR UPDATE`,
-          values: [PRINCIPAL, WORKSPACE, key],
-        });
-        if (found.rows[0] !== undefined) throw new Error('a fresh key replayed');
-        const noteId = newNoteId();
-        const now = Date.now();
-        await client.query(INSERT_NOTE, [noteId, WORKSPACE, body, now]);
-        const operationId = `op_${randomBytes(16).toString('hex')}`;
-        const result = {
-          status: 'succeeded',
-          operation_id: operationId,
-          resource_id: noteId,
-          note_id: noteId,
-        };
-        await client.query({
-          name: 'bench_receipt_floor_insert',
-          text: `INSERT INTO idem_operations (operation_id, principal, workspace, operation, version, idem_key,
-                   fingerprint, kind, status, resource_id, result_json, created_at, updated_at, expires_at,
-                   attempt_count, dispatched)
-                 VALUES ($1, $2, $3, 'create_note', 1, $4, $5, 'local', 'succeeded', $6, $7, $8, $8, $9, 1, false)`,
-          values: [
-            operationId,
-            PRINCIPAL,
-            WORKSPACE,
-            key,
-            fingerprint,
-            noteId,
-            JSON.stringify(result),
-            now,
-            now + 86_400_000,
-          ],
-        });
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      } finally {
-        client.release();
-      }
-    };
+      });
+    const naive = naiveTransaction(pool);
+    const receiptFloor = receiptFloorTransaction(pool, 'plain');
     // The naive replay: a plain read, no lock.
     const naiveReplay = async (key: string): Promise<void> => {
       const found = await pool.query('SELECT result_json FROM receipts WHERE idem_key = $1', [key]);
