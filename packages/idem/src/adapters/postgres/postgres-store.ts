@@ -96,24 +96,19 @@ export function postgresDriver(
   const errors = { driverError: (error: unknown) => (isDriverError(error) ? error : undefined), target };
   const readBegin = `BEGIN READ ONLY; SET LOCAL lock_timeout = ${lockTimeoutMs}`;
   /**
-   * Whether the pool's sessions already bound lock waits by lockTimeoutMs or less (a pool from
-   * openPostgres with `lockTimeoutMs`), and whether by exactly lockTimeoutMs: read once, on the
-   * first read's connection, since a pool opens every connection with the same settings. Idem
-   * itself only ever sets lock_timeout LOCAL to a transaction, so the answer holds for the store's
-   * life.
+   * The `lock_timeout` of the pool's sessions, ms (0: none; openPostgres's `lockTimeoutMs` sets it):
+   * read once, on the first read's connection, since a pool opens every connection with the same
+   * settings. Idem itself only ever sets lock_timeout LOCAL to a transaction, so the answer holds
+   * for the store's life. Sessions bound by lockTimeoutMs or less need no bound of a read's own;
+   * sessions bound by exactly lockTimeoutMs none of a transaction's own.
    */
-  let sessionBounded: boolean | undefined;
-  let sessionExact = false;
-  const boundedBySession = async (client: PgClient): Promise<boolean> => {
-    if (sessionBounded === undefined) {
-      const { rows } = await client.query<{ ms: string }>(
-        "SELECT setting AS ms FROM pg_settings WHERE name = 'lock_timeout'",
-      );
-      const ms = Number(rows[0]?.ms);
-      sessionExact = ms === lockTimeoutMs;
-      sessionBounded = ms > 0 && ms <= lockTimeoutMs;
-    }
-    return sessionBounded;
+  let sessionMs: number | undefined;
+  const readSessionMs = async (client: PgClient): Promise<number> => {
+    const { rows } = await client.query<{ ms: string }>(
+      "SELECT setting AS ms FROM pg_settings WHERE name = 'lock_timeout'",
+    );
+    sessionMs = Number(rows[0]?.ms);
+    return sessionMs;
   };
   /**
    * What a transaction sends first, in one round trip: BEGIN, the lock bound unless every session
@@ -123,7 +118,7 @@ export function postgresDriver(
    * protocol.
    */
   const beginning = (lock: ReturnType<typeof pgIdentityLock>): string => {
-    const bound = sessionExact ? '' : `; SET LOCAL lock_timeout = ${lockTimeoutMs}`;
+    const bound = sessionMs === lockTimeoutMs ? '' : `; SET LOCAL lock_timeout = ${lockTimeoutMs}`;
     const take =
       lock === undefined
         ? ''
@@ -153,7 +148,8 @@ export function postgresDriver(
         // the wait by the same lock_timeout as writes: the session's, or in a read-only transaction
         // of its own.
         // Known after the first read: no await (and no turn of the microtask queue) for it.
-        if (sessionBounded ?? (await boundedBySession(client))) {
+        const ms = sessionMs ?? (await readSessionMs(client));
+        if (ms > 0 && ms <= lockTimeoutMs) {
           const value = await body(new PostgresConnection(client, named));
           client.release();
           return value;
