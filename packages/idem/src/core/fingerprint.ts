@@ -1,12 +1,17 @@
 import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { IdemError } from './errors.js';
+import { fingerprintedArguments, type FingerprintSelection } from './fingerprint-selection.js';
+import { plainCanonicalJson } from './plain-canonical-json.js';
+import { unstorableArgumentError } from './unstorable-argument-error.js';
 
 /**
  * The canonical form of validated tool arguments (RFC 8785 JSON Canonicalization Scheme), without
  * the idempotency key. Two calls carry "the same arguments" exactly when these strings are equal.
  */
 export function canonicalArguments(args: Record<string, unknown>): string {
+  const plain = plainCanonicalJson(args);
+  if (plain !== undefined) return plain;
   assertPlainJson(args, 'arguments');
   let text: string | undefined;
   try {
@@ -24,6 +29,27 @@ export function canonicalArguments(args: Record<string, unknown>): string {
  */
 export function fingerprint(args: Record<string, unknown>): string {
   return hash('sha256', canonicalArguments(args), 'hex');
+}
+
+/**
+ * A call's fingerprint: SHA-256 (hex) of the canonical text of the arguments `selection` covers
+ * (all of them without one). First checks every string and key of ALL the arguments, covered or
+ * not, can be stored on every engine: throws `unstorableArgumentError`'s `invalid_argument` naming
+ * the path when one cannot; then throws `invalid_argument` when the covered arguments are not
+ * plain JSON. Plain arguments (nearly every call) take one pass for all of it (plainCanonicalJson).
+ */
+export function callFingerprint(
+  args: Record<string, unknown>,
+  selection: FingerprintSelection | undefined,
+): string {
+  const whole = plainCanonicalJson(args);
+  if (whole === undefined) {
+    const unstorable = unstorableArgumentError(args);
+    if (unstorable !== undefined) throw unstorable;
+  } else if (selection === undefined) {
+    return hash('sha256', whole, 'hex');
+  }
+  return fingerprint(fingerprintedArguments(args, selection));
 }
 
 /**

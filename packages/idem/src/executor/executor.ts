@@ -2,12 +2,8 @@ import { systemClock, type Clock } from '../core/clock.js';
 import { decide } from '../core/decide.js';
 import { IdemError, storageCauseFields, toIdemError } from '../core/errors.js';
 import { FaultPoints } from '../core/fault-points.js';
-import { fingerprint } from '../core/fingerprint.js';
-import {
-  fingerprintedArguments,
-  validateFingerprintSelection,
-  type FingerprintSelection,
-} from '../core/fingerprint-selection.js';
+import { callFingerprint } from '../core/fingerprint.js';
+import { validateFingerprintSelection, type FingerprintSelection } from '../core/fingerprint-selection.js';
 import { validateIdempotencyKey } from '../core/idempotency-key.js';
 import { newAttemptId, newOperationId } from '../core/ids.js';
 import { unstorableArgumentError } from '../core/unstorable-argument-error.js';
@@ -195,7 +191,7 @@ export class Executor<App> {
   }
 
   /** Performs a local operation once per key; replays its result for retries. */
-  async run<Args extends Record<string, unknown>>(
+  run<Args extends Record<string, unknown>>(
     operation: IdempotentOperation<App, Args>,
     request: CallRequest<Args>,
   ): Promise<CallOutcome> {
@@ -319,13 +315,13 @@ export class Executor<App> {
     let endLead: ((committed?: ReceiptView) => void) | undefined;
     try {
       const key = validateIdempotencyKey(request.key);
-      // Before any storage access, the same answer on every engine (see unstorableText).
+      // Before any storage access, the same answer on every engine (see unstorableText); the
+      // arguments' own check comes with their fingerprint, in the same pass.
       const unstorable =
         unstorablePrincipalError(request.principal) ??
-        unstorableArgumentError(request.workspace, 'workspace') ??
-        unstorableArgumentError(request.args);
+        unstorableArgumentError(request.workspace, 'workspace');
       if (unstorable !== undefined) throw unstorable;
-      const requestFingerprint = fingerprint(fingerprintedArguments(request.args, operation.fingerprint));
+      const requestFingerprint = callFingerprint(request.args, operation.fingerprint);
       const verdict = watch('authorize', () =>
         this.#authorize(request.principal, request.workspace, {
           operation: operation.name,
@@ -378,7 +374,9 @@ export class Executor<App> {
       const early = decide(found, requestFingerprint, this.#clock.now(), operation);
       if (early.kind === 'replay') {
         endLead();
-        return finish(await this.#answer(early.receipt, attemptId, request.signal));
+        // A final record answers at once: no turn of the microtask queue for it.
+        const answer = this.#answer(early.receipt, attemptId, request.signal);
+        return finish(answer instanceof Promise ? await answer : answer);
       }
       if (early.kind === 'reject') throw early.error;
 
