@@ -30,12 +30,18 @@ const CONTROL = /^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)\b/i;
 /**
  * A connection that records every transaction-control statement the store runs on it (prepared
  * or exec'd), so that a test can count transactions and see where each call's savepoint went.
+ * Read transactions (`BEGIN DEFERRED` ... `COMMIT`: lookups read together) are left out: this
+ * file counts write transactions.
  */
 function recording(db: SqliteDatabase, log: string[]): SqliteDatabase {
+  let reading = false;
   const wrap = (sql: string, statement: SqliteStatement): SqliteStatement => ({
     run: (...params) => {
       const result = statement.run(...params);
-      log.push(sql.trim().toUpperCase());
+      const text = sql.trim().toUpperCase();
+      if (text === 'BEGIN DEFERRED') reading = true;
+      else if (reading && (text === 'COMMIT' || text === 'ROLLBACK')) reading = false;
+      else log.push(text);
       return result;
     },
     get: (...params) => statement.get(...params),

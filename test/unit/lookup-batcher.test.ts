@@ -23,7 +23,9 @@ function answer(identity: OperationIdentity): Existing | undefined {
 }
 
 /** A batcher over a fake database, with the statements it was sent. */
-function setUp(options: { many?: (keys: string[]) => Promise<(Existing | undefined)[]> } = {}) {
+function setUp(
+  options: { many?: (keys: string[]) => Promise<(Existing | undefined)[]>; firstAtOnce?: boolean } = {},
+) {
   const sent: { many?: string[]; one?: string; signal?: AbortSignal }[] = [];
   const gates: (() => void)[] = [];
   const batcher = new LookupBatcher(
@@ -39,6 +41,7 @@ function setUp(options: { many?: (keys: string[]) => Promise<(Existing | undefin
       if (identity.key.startsWith('slow')) await new Promise<void>((resolve) => gates.push(resolve));
       return answer(identity);
     },
+    options.firstAtOnce === undefined ? {} : { firstAtOnce: options.firstAtOnce },
   );
   return { batcher, sent, gates };
 }
@@ -153,5 +156,37 @@ describe('LookupBatcher', () => {
     gates.forEach((open) => open());
     expect(await first).toEqual(answer(id('slow-1')));
     expect(sent).toEqual([{ one: 'slow-1' }, { many: ['a', 'b'] }]);
+  });
+
+  describe('firstAtOnce (SQLite)', () => {
+    it('reads a lookup at once when none is under way, before the turn ends', async () => {
+      const { batcher, sent } = setUp({ firstAtOnce: true });
+      const found = batcher.lookup(id('a'));
+      // Sent within the call itself: no wait for the turn's end.
+      expect(sent).toEqual([{ one: 'a' }]);
+      expect(await found).toEqual(answer(id('a')));
+      // Once its answer reached the caller, the next one is read at once again.
+      const next = batcher.lookup(id('b'));
+      expect(sent).toEqual([{ one: 'a' }, { one: 'b' }]);
+      expect(await next).toEqual(answer(id('b')));
+    });
+
+    it('makes lookups that come while one is under way wait for each other, to the turn’s end', async () => {
+      const { batcher, sent } = setUp({ firstAtOnce: true });
+      const keys = ['a', 'b', 'absent-1', 'c'];
+      const pending = keys.map((k) => batcher.lookup(id(k)));
+      expect(sent).toEqual([{ one: 'a' }]);
+      const found = await Promise.all(pending);
+      expect(sent).toEqual([{ one: 'a' }, { many: ['b', 'absent-1', 'c'] }]);
+      expect(found).toEqual(keys.map((k) => answer(id(k))));
+    });
+
+    it('counts a lookup under way until its answer is given, also when it fails', async () => {
+      const { batcher, sent } = setUp({ firstAtOnce: true });
+      await expect(batcher.lookup(id('bad-1'))).rejects.toMatchObject({ code: 'internal' });
+      const after = batcher.lookup(id('a'));
+      expect(sent).toEqual([{ one: 'bad-1' }, { one: 'a' }]);
+      expect(await after).toEqual(answer(id('a')));
+    });
   });
 });

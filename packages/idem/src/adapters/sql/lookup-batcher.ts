@@ -25,7 +25,9 @@ interface Waiting {
  * What each caller gets is what a lookup of its own would get: every lookup reads the committed
  * data when its statement runs, after the call asked, and nothing is kept for a later one. A lookup
  * waits only until the promise jobs of its turn have run (`process.nextTick`); one alone is sent as
- * the single-identity statement. A caller's abort rejects its own lookup at once with the signal's
+ * the single-identity statement (with `firstAtOnce`, one that comes while no other is under way is
+ * read at once). The same serves SQLite, where each statement outside a transaction takes and
+ * drops the WAL's read lock (two system calls): the lookups of a turn share one read transaction. A caller's abort rejects its own lookup at once with the signal's
  * reason (the others go on). When the statement of several fails with an error that is not
  * retryable (a statement error, not the database's availability), each identity is looked up
  * alone, so that one caller's input never fails another's lookup; a retryable error (`busy`,
@@ -34,20 +36,43 @@ interface Waiting {
 export class LookupBatcher {
   readonly #readMany: (identities: readonly OperationIdentity[]) => Promise<(Existing | undefined)[]>;
   readonly #readOne: (identity: OperationIdentity, options: SignalOption) => Promise<Existing | undefined>;
+  readonly #firstAtOnce: boolean;
   #waiting: Waiting[] = [];
+  /**
+   * With `firstAtOnce`: lookups read at once whose answer has not reached its caller yet. While
+   * one has not, others are under way in this turn: they wait for each other.
+   */
+  #answering = 0;
+  readonly #answered = (): void => {
+    this.#answering -= 1;
+  };
 
+  /**
+   * `firstAtOnce`: a lookup that comes while no other is under way is read at once, alone; only
+   * those that come while one is (until its answer reached its caller) wait for each other, to the
+   * turn's end. For a driver whose reads cost no round trip (SQLite), where waiting for the turn to
+   * end would cost a lone caller more than reading together saves.
+   */
   constructor(
     readMany: (identities: readonly OperationIdentity[]) => Promise<(Existing | undefined)[]>,
     readOne: (identity: OperationIdentity, options: SignalOption) => Promise<Existing | undefined>,
+    options: { readonly firstAtOnce?: boolean } = {},
   ) {
     this.#readMany = readMany;
     this.#readOne = readOne;
+    this.#firstAtOnce = options.firstAtOnce ?? false;
   }
 
   /** The record or tombstone of `identity`'s key, read with the other lookups of this turn. */
   lookup(identity: OperationIdentity, options: SignalOption = {}): Promise<Existing | undefined> {
     const signal = options.signal;
     if (signal?.aborted === true) return Promise.reject(signal.reason as unknown);
+    if (this.#firstAtOnce && this.#answering === 0 && this.#waiting.length === 0) {
+      this.#answering += 1;
+      const found = this.#readOne(identity, options);
+      found.then(this.#answered, this.#answered);
+      return found;
+    }
     return new Promise<Existing | undefined>((resolve, reject) => {
       const waiting: Waiting = { identity, signal, resolve, reject, onAbort: undefined, settled: false };
       if (signal !== undefined) {

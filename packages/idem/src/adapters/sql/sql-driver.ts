@@ -28,6 +28,12 @@ export interface SqlConnection {
    * (better-sqlite3's raw mode). Statements that use it select every column under its own name.
    */
   values?(statement: SqlStatement, params: readonly SqlValue[]): MaybePromise<unknown[][]>;
+  /**
+   * Optional: the first row only, as `values` reads it (an array of values in column order), or
+   * `undefined` when there is none. The driver MAY stop after that row; statements that use it
+   * match at most one row. Where absent, `values` or `all` is used.
+   */
+  firstValues?(statement: SqlStatement, params: readonly SqlValue[]): MaybePromise<unknown[] | undefined>;
   /** Runs a statement that returns no rows; resolves with the number of rows it changed. */
   run(statement: SqlStatement, params: readonly SqlValue[]): MaybePromise<number>;
 }
@@ -112,6 +118,15 @@ export interface SqlDriver<Tx> {
   readonly sweepPacing?: SweepPacing;
   /** Statements outside an explicit transaction: committed data only, no write lock. */
   read<T>(body: (conn: SqlConnection) => MaybePromise<T>, options?: SignalOption): Promise<T>;
+  /**
+   * Optional: like `read`, with every statement of `body` in one read transaction (one snapshot,
+   * taken after `body` was asked for), where that costs less than reading each alone: on SQLite,
+   * each statement outside a transaction takes and drops the WAL's read lock with two system calls.
+   * A store reads the lock-free lookups of one turn with it (LookupBatcher). MUST see every commit
+   * that completed before it was called, take no write lock, and end the transaction before it
+   * settles; `body` is synchronous on a synchronous driver.
+   */
+  readTogether?<T>(body: (conn: SqlConnection) => MaybePromise<T>): Promise<T>;
   /**
    * One write transaction (see ReceiptStore.transaction for what it promises). `body` gets the
    * connection for Idem's statements and the application's handle to the same transaction; it is

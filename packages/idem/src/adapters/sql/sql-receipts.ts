@@ -12,7 +12,7 @@ import {
 } from '../../ports/receipt-store.js';
 import { identityParams } from '../operation-rows.js';
 import type { SharedSql } from './shared-sql.js';
-import type { SqlDriver } from './sql-driver.js';
+import type { CallSql, SqlConnection, SqlDriver } from './sql-driver.js';
 import { LookupBatcher } from './lookup-batcher.js';
 
 /** Receipts over any SQL driver: the dialect's call statements, in the driver's transaction. */
@@ -21,7 +21,11 @@ export class SqlReceipts<Tx> implements ReceiptStore<Tx> {
   readonly #driver: SqlDriver<Tx>;
   readonly #sql: SharedSql;
   readonly #clock: Clock;
-  /** On an asynchronous driver whose dialect reads several keys at once: the lookups of one turn together. */
+  /**
+   * The lookups of one turn read together: in one statement on an asynchronous driver whose dialect
+   * reads several keys at once (PostgreSQL), else in one read transaction where the driver has one
+   * (SQLite).
+   */
   readonly #batcher: LookupBatcher | undefined;
 
   constructor(driver: SqlDriver<Tx>, sql: SharedSql, clock: Clock) {
@@ -30,10 +34,19 @@ export class SqlReceipts<Tx> implements ReceiptStore<Tx> {
     this.#clock = clock;
     this.capabilities = driver.capabilities;
     const { find, findMany } = driver.dialect.call;
+    const readOne = (identity: OperationIdentity, options: SignalOption) =>
+      driver.read((conn) => find(conn, identity), options);
     if (findMany !== undefined && !driver.capabilities.synchronous) {
       this.#batcher = new LookupBatcher(
         (identities) => driver.read((conn) => findMany(conn, identities)),
-        (identity, options) => driver.read((conn) => find(conn, identity), options),
+        readOne,
+      );
+    } else if (driver.readTogether !== undefined) {
+      const together = driver.readTogether.bind(driver);
+      this.#batcher = new LookupBatcher(
+        (identities) => together((conn) => findEach(find, conn, identities)),
+        readOne,
+        { firstAtOnce: true },
       );
     }
   }
@@ -80,4 +93,22 @@ export class SqlReceipts<Tx> implements ReceiptStore<Tx> {
       { ...options, lock: { identity, tryLock } },
     );
   }
+}
+
+/** `find` of each identity in turn on one connection, answered in their order. */
+function findEach(
+  find: CallSql['find'],
+  conn: SqlConnection,
+  identities: readonly OperationIdentity[],
+): MaybePromise<(Existing | undefined)[]> {
+  const found: (Existing | undefined)[] = [];
+  let steps: MaybePromise<void> = undefined;
+  for (const identity of identities) {
+    steps = andThen(steps, () =>
+      andThen(find(conn, identity), (existing) => {
+        found.push(existing);
+      }),
+    );
+  }
+  return andThen(steps, () => found);
 }

@@ -19,16 +19,25 @@ export class SqliteConnection implements SqlConnection {
   }
 
   values(statement: SqlStatement, params: readonly SqlValue[]): unknown[][] {
+    return this.#raw(statement).all(...params) as unknown[][];
+  }
+
+  /** better-sqlite3's `get` in raw mode: one step, no array of rows, no step to find there is no second. */
+  firstValues(statement: SqlStatement, params: readonly SqlValue[]): unknown[] | undefined {
+    return this.#raw(statement).get(...params) as unknown[] | undefined;
+  }
+
+  run(statement: SqlStatement, params: readonly SqlValue[]): number {
+    return this.#prepared(statement).run(...params).changes;
+  }
+
+  #raw(statement: SqlStatement): SqliteStatement {
     let prepared = this.#arrays.get(statement.text);
     if (prepared === undefined) {
       prepared = this.#db.prepare(statement.text).raw(true);
       if (statement.name !== undefined) this.#arrays.set(statement.text, prepared);
     }
-    return prepared.all(...params) as unknown[][];
-  }
-
-  run(statement: SqlStatement, params: readonly SqlValue[]): number {
-    return this.#prepared(statement).run(...params).changes;
+    return prepared;
   }
 
   #prepared(statement: SqlStatement): SqliteStatement {

@@ -46,6 +46,7 @@ function firstFound(
   statement: SqlStatement,
   params: readonly SqlValue[],
 ): MaybePromise<readonly unknown[] | undefined> {
+  if (conn.firstValues !== undefined) return conn.firstValues(statement, params);
   if (conn.values !== undefined) return andThen(conn.values(statement, params), (rows) => rows[0]);
   return andThen(conn.all<FoundRow>(statement, params), (rows) =>
     rows[0] === undefined ? undefined : foundValues(rows[0]),
