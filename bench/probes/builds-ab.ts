@@ -2,9 +2,9 @@
  * SQLite replays and first executions through this checkout's library and another commit's, in
  * alternating windows of one process, beside the naive idempotent transaction (issue 27; not part
  * of `npm run bench`): `npm run bench:ab -- REV` (default `HEAD`), with `LEVELS=1,8` (calls in
- * flight), `ROUNDS=15`, `WINDOW=400` (ms), `MODE=replay|first`. REV's library is built by
+ * flight), `ROUNDS=15`, `WINDOW=400` (ms), `MODE=replay|first`, `SYNC=FULL|NORMAL`. REV's library is built by
  * `buildBaseline` into .tmp/bench-baseline/<sha>, as `npm run bench -- --baseline REV` does; both
- * builds run on the same better-sqlite3, each on a database of its own (synchronous=FULL, 1,000 keys
+ * builds run on the same better-sqlite3, each on a database of its own (synchronous=FULL unless told, 1,000 keys
  * to replay, 5,000 more receipts). Runs of separate processes differ here by up to a tenth from one
  * to the next; windows that take turns in one process share the machine's minutes, so a change of a
  * few percent shows. Prints the median calls/s of each side and their ratios.
@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildBaseline } from '../lib/baseline.js';
-import { INSERT_NOTE_SQL, NOTES_SQL, noteBody, openRaw } from '../lib/notes.js';
+import { INSERT_NOTE_SQL, NOTES_SQL, noteBody, openRaw, type Synchronous } from '../lib/notes.js';
 import { naiveSqlite } from '../suites/sqlite.js';
 
 /** What this probe uses of a build's library (its own types are those of its own commit). */
@@ -27,7 +27,7 @@ interface Library {
 interface SqliteLibrary {
   openSqlite(
     path: string,
-    options: { synchronous: 'FULL' },
+    options: { synchronous: Synchronous },
   ): {
     exec(sql: string): unknown;
     prepare(sql: string): { run(...params: unknown[]): unknown };
@@ -51,7 +51,7 @@ async function idemSide(name: string, distBench: string, dir: string): Promise<S
   const lib = await load<Library>('index.js');
   const sqlite = await load<SqliteLibrary>(join('adapters', 'sqlite', 'index.js'));
   const { silentLogger } = await load<{ silentLogger: unknown }>(join('core', 'logger.js'));
-  const db = sqlite.openSqlite(join(dir, `${name}.sqlite`), { synchronous: 'FULL' });
+  const db = sqlite.openSqlite(join(dir, `${name}.sqlite`), { synchronous });
   db.exec(NOTES_SQL);
   const insert = db.prepare(INSERT_NOTE_SQL);
   const store = new sqlite.SqliteStore(db);
@@ -90,6 +90,7 @@ const median = (values: readonly number[]): number =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
 
 const rev = process.argv[2] ?? 'HEAD';
+const synchronous: Synchronous = process.env.SYNC === 'NORMAL' ? 'NORMAL' : 'FULL';
 const mode = process.env.MODE === 'first' ? 'first' : 'replay';
 const levels = (process.env.LEVELS ?? '1,8').split(',').map(Number);
 const rounds = Number(process.env.ROUNDS ?? 15);
@@ -98,7 +99,7 @@ const windowMs = Number(process.env.WINDOW ?? 400);
 const { sha, worker } = buildBaseline(ROOT, rev);
 const dir = mkdtempSync(join(tmpdir(), 'idem-ab-'));
 try {
-  const naiveDb = openRaw(join(dir, 'naive.sqlite'), 'FULL');
+  const naiveDb = openRaw(join(dir, 'naive.sqlite'), synchronous);
   const naive = naiveSqlite(naiveDb);
   const sides: Side[] = [
     await idemSide('that', join(worker, '..', '..'), dir),
@@ -137,7 +138,7 @@ try {
     }
   }
   console.log(
-    `SQLite FULL, ${mode}; this checkout against ${rev} (${sha.slice(0, 12)}); medians of ${rounds}`,
+    `SQLite ${synchronous}, ${mode}; this checkout against ${rev} (${sha.slice(0, 12)}); medians of ${rounds}`,
   );
   for (const c of levels) {
     const [that, self, plain] = ['that', 'this', 'naive'].map((s) => median(rates.get(`${s}/c${c}`) ?? []));
