@@ -27,11 +27,12 @@ interface Waiting {
  * waits only until the promise jobs of its turn have run (`process.nextTick`); one alone is sent as
  * the single-identity statement (with `firstAtOnce`, one that comes while no other is under way is
  * read at once). The same serves SQLite, where each statement outside a transaction takes and
- * drops the WAL's read lock (two system calls): the lookups of a turn share one read transaction. A caller's abort rejects its own lookup at once with the signal's
- * reason (the others go on). When the statement of several fails with an error that is not
- * retryable (a statement error, not the database's availability), each identity is looked up
- * alone, so that one caller's input never fails another's lookup; a retryable error (`busy`,
- * `unavailable`) goes to each caller of the batch.
+ * drops the WAL's read lock (two system calls): the lookups of a turn share one read transaction.
+ * A caller's abort rejects its own lookup at once with the signal's reason (the others go on).
+ * When the statement of several fails with an error that is not retryable (a statement error, not
+ * the database's availability), each identity is looked up alone, so that one caller's input never
+ * fails another's lookup; a retryable error (`busy`, `unavailable`) goes to each caller of the
+ * batch.
  */
 export class LookupBatcher {
   readonly #readMany: (identities: readonly OperationIdentity[]) => Promise<(Existing | undefined)[]>;

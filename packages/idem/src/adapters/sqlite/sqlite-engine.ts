@@ -80,10 +80,10 @@ export class SqliteEngine {
   }
 
   /**
-   * `body` in a deferred transaction that only reads (BEGIN DEFERRED ... COMMIT, rolled back when it throws):
-   * its statements share one snapshot and one read lock. Runs synchronously, between write
-   * transactions (each of which also runs within one tick); inside a transaction already open, just
-   * `body`.
+   * `body` in a deferred transaction that only reads (BEGIN DEFERRED ... COMMIT; rolled back when
+   * it or the COMMIT throws): its statements share one snapshot and one read lock. Runs
+   * synchronously, between write transactions (each of which also runs within one tick); inside a
+   * transaction already open, just `body`.
    */
   #readTransaction<T>(body: () => MaybePromise<T>): T {
     const db = this.#db;
@@ -94,15 +94,14 @@ export class SqliteEngine {
       rollback: db.prepare('ROLLBACK'),
     });
     statements.begin.run();
-    let result: T;
     try {
-      result = settledNow(body());
-    } catch (error) {
+      const result = settledNow(body());
+      statements.commit.run();
+      return result;
+    } finally {
+      // Never left open: the next write's BEGIN IMMEDIATE would fail on this connection.
       if (db.inTransaction) statements.rollback.run();
-      throw error;
     }
-    statements.commit.run();
-    return result;
   }
 
   /** SQL and driver errors only: the connection, the transactor, and the sweep's pacing. */
