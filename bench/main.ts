@@ -471,6 +471,7 @@ function docsMarkdown(results: Results): string {
     'npm run bench -- --only "sqlite-full/(floor|idem)/first"   # some rows only; --suites sqlite-full,postgres',
     'npm run bench:split        # where a replay and a storm spend their time (by hand, printed only)',
     'npm run bench:split:pg     # PostgreSQL replays and first executions, piece by piece, alternating',
+    'npm run bench:ab -- REV    # SQLite replays (MODE=first: first executions) of this checkout against REV, alternating',
     '```',
     '',
     'The bench is TypeScript under `bench/`, compiled by `tsconfig.bench.json` into `dist-bench/` (not part of',
