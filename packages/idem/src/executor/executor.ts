@@ -195,7 +195,7 @@ export class Executor<App> {
     operation: IdempotentOperation<App, Args>,
     request: CallRequest<Args>,
   ): Promise<CallOutcome> {
-    const retentionMs = operation.retentionMs ?? DEFAULT_RETENTION_MS;
+    // Not `async`, and nothing read here: whatever throws does so inside #call, as a rejection.
     return this.#call(operation, request, (identity, context, requestFingerprint, watch) => ({
       effect: (app, ctx) => watch('effect', () => operation.effect(app, request.args, ctx)),
       receipt: (result) => {
@@ -207,7 +207,7 @@ export class Executor<App> {
           status: 'succeeded',
           resourceId: business.resource_id,
           result: { status: 'succeeded', operation_id: context.operationId, ...business },
-          expiresAt: now + retentionMs,
+          expiresAt: now + (operation.retentionMs ?? DEFAULT_RETENTION_MS),
         };
       },
     }));
