@@ -21,7 +21,7 @@ function recording(db: SqliteDatabase): { db: SqliteDatabase; ran: string[] } {
     const text = sql.trim();
     if (/^(BEGIN DEFERRED|COMMIT|ROLLBACK)$/.test(text)) return text;
     if (text.includes('FROM idem_tombstones')) return 'find_any';
-    if (text.startsWith('SELECT 0 AS arm')) return 'find_own';
+    if (text.startsWith('SELECT fingerprint')) return 'find_own';
     return 'other';
   };
   const wrap = (statement: SqliteStatement, name: string): SqliteStatement => ({

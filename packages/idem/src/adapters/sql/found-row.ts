@@ -63,17 +63,58 @@ export function existingOfFound(
       },
     };
   }
-  const [, , fingerprint, expiresAt, operationId, status, resourceId, result, error, attempts] = values;
-  const receipt: ReceiptView = {
-    operationId: operationId as string,
-    identity: held,
-    fingerprint: fingerprint as string,
-    status: status as OperationState,
-    ...(resourceId === null ? {} : { resourceId: resourceId as string }),
-    ...(result === null ? {} : { result: JSON.parse(result as string) as JsonObject }),
-    ...(error === null ? {} : { error: JSON.parse(error as string) as OperationError }),
-    ...(expiresAt === null ? {} : { expiresAt: Number(expiresAt) }),
-    attemptCount: Number(attempts),
-  };
-  return { kind: 'receipt', receipt };
+  return { kind: 'receipt', receipt: receiptOf(held, values, 2) };
+}
+
+/**
+ * The columns a lookup reads of the identity's own version (SQLite's first probe): FOUND_COLUMNS
+ * without what the probe already knows (which table, which version, a tombstone's expiry).
+ */
+export const OWN_COLUMNS = [
+  'fingerprint',
+  'expires_at',
+  'operation_id',
+  'status',
+  'resource_id',
+  'result_json',
+  'error_json',
+  'attempt_count',
+] as const;
+
+/** The select list over `idem_operations` in OWN_COLUMNS order. */
+export const OWN_SELECT = OWN_COLUMNS.join(', ');
+
+/** A row of OWN_COLUMNS as objects keyed by name, as values in OWN_COLUMNS order. */
+export function ownValues(row: Readonly<Record<(typeof OWN_COLUMNS)[number], unknown>>): unknown[] {
+  return OWN_COLUMNS.map((column) => row[column]);
+}
+
+/** The record of `identity`'s own version, from its values in OWN_COLUMNS order. */
+export function existingOfOwn(identity: OperationIdentity, values: readonly unknown[]): Existing {
+  return { kind: 'receipt', receipt: receiptOf({ ...identity }, values, 0) };
+}
+
+/**
+ * The `ReceiptView` in `values` from index `at` on (fingerprint, expires_at, operation_id, status,
+ * resource_id, result_json, error_json, attempt_count), its fields in RECEIPT_VIEW_FIELDS order,
+ * the absent ones left out; built field by field, without intermediate objects.
+ */
+function receiptOf(identity: OperationIdentity, values: readonly unknown[], at: number): ReceiptView {
+  const expiresAt = values[at + 1];
+  const resourceId = values[at + 4];
+  const result = values[at + 5];
+  const error = values[at + 6];
+  // attemptCount is set last, after the optional fields, in the order receiptViewOf copies them.
+  const receipt = {
+    operationId: values[at + 2] as string,
+    identity,
+    fingerprint: values[at] as string,
+    status: values[at + 3] as OperationState,
+  } as { -readonly [K in keyof ReceiptView]: ReceiptView[K] };
+  if (resourceId !== null) receipt.resourceId = resourceId as string;
+  if (result !== null) receipt.result = JSON.parse(result as string) as JsonObject;
+  if (error !== null) receipt.error = JSON.parse(error as string) as OperationError;
+  if (expiresAt !== null) receipt.expiresAt = Number(expiresAt);
+  receipt.attemptCount = Number(values[at + 7]);
+  return receipt;
 }

@@ -4,7 +4,16 @@ import { andThen } from '../../core/steps.js';
 import type { MaybePromise } from '../../ports/maybe-async.js';
 import type { SqlConnection, SqlDialect, SqlStatement, SqlValue } from '../sql/sql-driver.js';
 import { OPERATION_COLUMNS, operationParams } from '../operation-rows.js';
-import { existingOfFound, foundValues, RECORD_ARM, TOMBSTONE_ARM, type FoundRow } from '../sql/found-row.js';
+import {
+  existingOfFound,
+  existingOfOwn,
+  foundValues,
+  ownValues,
+  OWN_SELECT,
+  RECORD_ARM,
+  TOMBSTONE_ARM,
+  type FoundRow,
+} from '../sql/found-row.js';
 
 /** The key in any version of its operation: the identity without `version` (see FIND_ANY). */
 const KEY_WHERE = 'principal = ? AND workspace = ? AND operation = ? AND idem_key = ?';
@@ -13,11 +22,12 @@ const KEY_COLUMNS: readonly string[] = ['principal', 'workspace', 'operation', '
 
 /**
  * The identity's own record by its primary key, reading only what a call decides on and answers
- * with (FOUND_COLUMNS), never the whole record: a replay ends here, in one B-tree probe.
+ * with (OWN_COLUMNS: FOUND_COLUMNS less what the probe knows), never the whole record: a replay
+ * ends here, in one B-tree probe.
  */
 const FIND_OWN: SqlStatement = {
-  name: 'idem_v1_sqlite_find_own',
-  text: `SELECT ${RECORD_ARM} FROM idem_operations
+  name: 'idem_v2_sqlite_find_own',
+  text: `SELECT ${OWN_SELECT} FROM idem_operations
      WHERE principal = ? AND workspace = ? AND operation = ? AND version = ? AND idem_key = ?`,
 };
 
@@ -38,18 +48,20 @@ const FIND_ANY: SqlStatement = {
 };
 
 /**
- * The first row of `statement` as values in FOUND_COLUMNS order: read as arrays where the driver
- * can (building a row object costs more than the read), else as objects read by column name.
+ * The first row of `statement` as values in its select list's order: read as arrays where the
+ * driver can (building a row object costs more than the read), else as objects read by column
+ * name (`byName`).
  */
-function firstFound(
+function firstRow<Row>(
   conn: SqlConnection,
   statement: SqlStatement,
   params: readonly SqlValue[],
+  byName: (row: Row) => unknown[],
 ): MaybePromise<readonly unknown[] | undefined> {
   if (conn.firstValues !== undefined) return conn.firstValues(statement, params);
   if (conn.values !== undefined) return andThen(conn.values(statement, params), (rows) => rows[0]);
-  return andThen(conn.all<FoundRow>(statement, params), (rows) =>
-    rows[0] === undefined ? undefined : foundValues(rows[0]),
+  return andThen(conn.all<Row>(statement, params), (rows) =>
+    rows[0] === undefined ? undefined : byName(rows[0]),
   );
 }
 
@@ -73,23 +85,20 @@ export const sqliteDialect: SqlDialect = {
   call: {
     find(conn: SqlConnection, identity: OperationIdentity) {
       const { principal, workspace, operation, version, key } = identity;
-      return andThen(firstFound(conn, FIND_OWN, [principal, workspace, operation, version, key]), (own) =>
-        own !== undefined
-          ? existingOfFound(identity, own)
-          : andThen(
-              firstFound(conn, FIND_ANY, [
-                principal,
-                workspace,
-                operation,
-                key,
-                principal,
-                workspace,
-                operation,
-                key,
-                version,
-              ]),
-              (any) => existingOfFound(identity, any),
-            ),
+      return andThen(
+        firstRow(conn, FIND_OWN, [principal, workspace, operation, version, key], ownValues),
+        (own) =>
+          own !== undefined
+            ? existingOfOwn(identity, own)
+            : andThen(
+                firstRow<FoundRow>(
+                  conn,
+                  FIND_ANY,
+                  [principal, workspace, operation, key, principal, workspace, operation, key, version],
+                  foundValues,
+                ),
+                (any) => existingOfFound(identity, any),
+              ),
       );
     },
     upsert(conn: SqlConnection, record: OperationRecord) {
