@@ -3,14 +3,6 @@ import { unstorableText } from './unstorable-text.js';
 /** Deeper than this, the careful checks decide (they name a cycle; this pass does not look for one). */
 const MAX_DEPTH = 64;
 
-/** Any surrogate, paired or not: only a string with one (or a NUL) needs unstorableText's closer look. */
-const SURROGATE = /[\uD800-\uDFFF]/;
-
-/** Whether `text` can be stored the same on every engine (see unstorableText), fast when plainly so. */
-function storable(text: string): boolean {
-  return (!text.includes('\u0000') && !SURROGATE.test(text)) || unstorableText(text) === undefined;
-}
-
 /**
  * The RFC 8785 canonical JSON text of `value`, in one pass, when `value` is plain JSON (objects
  * whose prototype is `Object.prototype` or null, arrays without holes or `undefined` items, finite
@@ -30,7 +22,7 @@ export function plainCanonicalJson(value: Record<string, unknown>): string | und
 function write(value: unknown, depth: number): string | undefined {
   switch (typeof value) {
     case 'string':
-      return storable(value) ? JSON.stringify(value) : undefined;
+      return unstorableText(value) === undefined ? JSON.stringify(value) : undefined;
     case 'number':
       return Number.isFinite(value) ? JSON.stringify(value) : undefined;
     case 'boolean':
@@ -67,7 +59,7 @@ function writeObject(object: object, depth: number): string | undefined {
   let first = true;
   for (const key of keys) {
     // Every key is checked, also one whose value is undefined (the careful check names it too).
-    if (!storable(key)) return undefined;
+    if (unstorableText(key) !== undefined) return undefined;
     const item = record[key];
     if (item === undefined) continue;
     const inner = write(item, depth);

@@ -5,15 +5,11 @@ import type { OperationState } from '../../core/operation-state.js';
 import type { Existing, ReceiptView } from '../../core/receipt.js';
 
 /**
- * The columns a call's lookup reads (`CallSql.find`), in this order: which table the row is from
- * (`arm`: 0 a record, 1 a tombstone), the version holding the key, the fingerprint, the expiry
- * (the record's or the tombstone's), then a record's `ReceiptView` and a tombstone's
- * `receipt_expired_at`; the other arm's columns are NULL. Nothing else of the record is read: its
- * arguments, leases, audit and timestamps stay in the ledger.
+ * A record's columns that a call decides on and a replay answers with, in this order: what the
+ * probe of the identity's own version reads (SQLite's first statement, which knows the table and
+ * version it reads), and the middle of FOUND_COLUMNS.
  */
-export const FOUND_COLUMNS = [
-  'arm',
-  'version',
+const RECEIPT_COLUMNS = [
   'fingerprint',
   'expires_at',
   'operation_id',
@@ -22,15 +18,25 @@ export const FOUND_COLUMNS = [
   'result_json',
   'error_json',
   'attempt_count',
-  'receipt_expired_at',
 ] as const;
+
+/**
+ * The columns a call's lookup reads (`CallSql.find`), in this order: which table the row is from
+ * (`arm`: 0 a record, 1 a tombstone), the version holding the key, the fingerprint, the expiry
+ * (the record's or the tombstone's), then a record's `ReceiptView` and a tombstone's
+ * `receipt_expired_at`; the other arm's columns are NULL. Nothing else of the record is read: its
+ * arguments, leases, audit and timestamps stay in the ledger.
+ */
+export const FOUND_COLUMNS = ['arm', 'version', ...RECEIPT_COLUMNS, 'receipt_expired_at'] as const;
+
+/** Where RECEIPT_COLUMNS begin in a found row. */
+const RECEIPT_AT = FOUND_COLUMNS.indexOf('fingerprint');
 
 /** A found row as objects keyed by FOUND_COLUMNS (numbers MAY come as strings or bigints). */
 export type FoundRow = Readonly<Record<(typeof FOUND_COLUMNS)[number], unknown>>;
 
 /** The select list of the record arm over `idem_operations`, in FOUND_COLUMNS order. */
-export const RECORD_ARM =
-  '0 AS arm, version, fingerprint, expires_at, operation_id, status, resource_id, result_json, error_json, attempt_count, NULL AS receipt_expired_at';
+export const RECORD_ARM = `0 AS arm, version, ${RECEIPT_COLUMNS.join(', ')}, NULL AS receipt_expired_at`;
 
 /** The select list of the tombstone arm over `idem_tombstones`, in FOUND_COLUMNS order. */
 export const TOMBSTONE_ARM =
@@ -63,40 +69,23 @@ export function existingOfFound(
       },
     };
   }
-  return { kind: 'receipt', receipt: receiptOf(held, values, 2) };
+  return { kind: 'receipt', receipt: receiptOf(held, values, RECEIPT_AT) };
 }
 
-/**
- * The columns a lookup reads of the identity's own version (SQLite's first probe): FOUND_COLUMNS
- * without what the probe already knows (which table, which version, a tombstone's expiry).
- */
-export const OWN_COLUMNS = [
-  'fingerprint',
-  'expires_at',
-  'operation_id',
-  'status',
-  'resource_id',
-  'result_json',
-  'error_json',
-  'attempt_count',
-] as const;
+export const OWN_SELECT = RECEIPT_COLUMNS.join(', ');
 
-/** The select list over `idem_operations` in OWN_COLUMNS order. */
-export const OWN_SELECT = OWN_COLUMNS.join(', ');
-
-/** A row of OWN_COLUMNS as objects keyed by name, as values in OWN_COLUMNS order. */
-export function ownValues(row: Readonly<Record<(typeof OWN_COLUMNS)[number], unknown>>): unknown[] {
-  return OWN_COLUMNS.map((column) => row[column]);
+/** A row of RECEIPT_COLUMNS as objects keyed by name, as values in RECEIPT_COLUMNS order. */
+export function ownValues(row: Readonly<Record<(typeof RECEIPT_COLUMNS)[number], unknown>>): unknown[] {
+  return RECEIPT_COLUMNS.map((column) => row[column]);
 }
 
-/** The record of `identity`'s own version, from its values in OWN_COLUMNS order. */
+/** The record of `identity`'s own version, from its values in RECEIPT_COLUMNS order. */
 export function existingOfOwn(identity: OperationIdentity, values: readonly unknown[]): Existing {
   return { kind: 'receipt', receipt: receiptOf({ ...identity }, values, 0) };
 }
 
 /**
- * The `ReceiptView` in `values` from index `at` on (fingerprint, expires_at, operation_id, status,
- * resource_id, result_json, error_json, attempt_count), its fields in RECEIPT_VIEW_FIELDS order,
+ * The `ReceiptView` in `values` from index `at` on (RECEIPT_COLUMNS), its fields in RECEIPT_VIEW_FIELDS order,
  * the absent ones left out; built field by field, without intermediate objects.
  */
 function receiptOf(identity: OperationIdentity, values: readonly unknown[], at: number): ReceiptView {

@@ -22,7 +22,7 @@ const KEY_COLUMNS: readonly string[] = ['principal', 'workspace', 'operation', '
 
 /**
  * The identity's own record by its primary key, reading only what a call decides on and answers
- * with (OWN_COLUMNS: FOUND_COLUMNS less what the probe knows), never the whole record: a replay
+ * with (FOUND_COLUMNS less what the probe knows), never the whole record: a replay
  * ends here, in one B-tree probe.
  */
 const FIND_OWN: SqlStatement = {
