@@ -133,8 +133,8 @@ export async function insertIdemRow(
   };
   if (insert === 'guarded') {
     const values = OPERATION_COLUMNS.map((column) => row[column] ?? null);
-    const { rows } = await client.query<{ inserted: number }>({ ...INSERT_NEW, values });
-    if (rows[0]?.inserted !== 1) throw new Error('the guarded insert wrote nothing');
+    const { rowCount } = await client.query({ ...INSERT_NEW, values });
+    if (rowCount !== 1) throw new Error('the guarded insert wrote nothing');
     return;
   }
   const columns = Object.keys(row);

@@ -70,7 +70,7 @@ if (postgresAvailable) {
       expect(await call('k1')).toBe(true);
       const named = names.filter((n) => n !== '');
       // First execution: the lookup, then (nothing found) the guarded insert; replay: the lookup.
-      expect(named).toEqual(['idem_find_v4', 'idem_insert_new_v4', 'idem_find_v4']);
+      expect(named).toEqual(['idem_find_v4', 'idem_insert_new_v5', 'idem_find_v4']);
     });
 
     it('names none with preparedStatements: false, and keeps the contract', async () => {

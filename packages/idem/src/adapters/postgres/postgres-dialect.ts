@@ -46,10 +46,7 @@ export const postgresDialect: SqlDialect = {
       return andThen(conn.run(CALL.upsert, pgParams(record)), () => undefined);
     },
     insertNew(conn: SqlConnection, record: OperationRecord) {
-      return andThen(
-        conn.all<{ inserted: number; tombstoned: boolean }>(CALL.insertNew, pgParams(record)),
-        (rows) => rows[0]?.inserted === 1 && rows[0]?.tombstoned === false,
-      );
+      return andThen(conn.run(CALL.insertNew, pgParams(record)), (changed) => changed === 1);
     },
   },
 };
