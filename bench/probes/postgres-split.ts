@@ -6,12 +6,18 @@
  *
  * - Replays at 1, 8 and 64 in flight: the naive SELECT; Idem's replay (lookups of one turn read
  *   together); Idem's replay on a store whose dialect has no `findMany` (one statement each).
- * - First executions at 8 in flight: the naive transaction; the same with Idem's receipt row and
- *   table (the receipt storage floor); the same with Idem's guarded insert as the receipt's; Idem's
- *   protocol sent by hand without Idem's JavaScript (lookup, BEGIN with the advisory lock, note,
- *   guarded insert, COMMIT); Idem.
+ * - First executions at 1 and at 8 in flight: the naive transaction; the same with Idem's receipt
+ *   row and table (the receipt storage floor); the same with Idem's guarded insert as the
+ *   receipt's; Idem's protocol sent by hand without Idem's JavaScript (lookup, BEGIN with the
+ *   advisory lock, note, guarded insert, COMMIT); Idem.
+ *
+ * Beside each rate, the CPU time a call costs, median of the windows: this Node process's (user +
+ * system) and, on Linux, the PostgreSQL server's (every process named `postgres` in /proc: the
+ * backends, the WAL writer, ...; so a machine whose PostgreSQL serves others too overstates it).
+ * On a machine whose cores the two share, that is what decides throughput at 8 in flight.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { silentLogger } from '../../packages/idem/src/core/logger.js';
 import { Executor, type CallOutcome, type IdempotentOperation } from '../../packages/idem/src/index.js';
 import {
@@ -39,31 +45,88 @@ const KEYS = 200;
 const ROUNDS = 8;
 const BODY = 'a note of the split probe';
 
-/** Runs `variants` in alternating windows of `windowMs` with `lanes` callers; prints medians. */
+/** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ; 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+/**
+ * CPU time (µs) used so far by every process named `postgres`, from /proc; undefined where /proc
+ * cannot be read (not Linux). Processes that end between two reads drop out of the sum, so a window
+ * counts only servers that lived through it (the pool keeps its connections).
+ */
+function postgresCpuUs(): number | undefined {
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return undefined;
+  }
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+      // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return (ticks * 1_000_000) / TICKS_PER_SECOND;
+}
+
+/** The median of `values` (the upper one of an even count). */
+function median(values: readonly number[]): number {
+  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+}
+
+/**
+ * Runs `variants` in alternating windows of `windowMs` with `lanes` callers; prints, for each, the
+ * median rate and the median CPU per call of this process and of the PostgreSQL server.
+ */
 async function alternate(
   label: string,
   lanes: number,
   windowMs: number,
   variants: Record<string, (i: number) => Promise<unknown>>,
 ): Promise<void> {
-  const rates = new Map<string, number[]>();
+  const windows = new Map<string, { rate: number; nodeUs: number; postgresUs?: number }[]>();
   for (let round = 0; round < ROUNDS; round += 1) {
     for (const [name, call] of Object.entries(variants)) {
       let n = 0;
+      const cpu = process.cpuUsage();
+      const server = postgresCpuUs();
       const t0 = performance.now();
       await Promise.all(
         Array.from({ length: lanes }, async (_, lane) => {
           for (let i = lane * 25; performance.now() - t0 < windowMs; i += 1, n += 1) await call(i);
         }),
       );
-      if (round > 0) rates.set(name, [...(rates.get(name) ?? []), n / ((performance.now() - t0) / 1000)]);
+      const seconds = (performance.now() - t0) / 1000;
+      const used = process.cpuUsage(cpu);
+      const serverNow = postgresCpuUs();
+      if (round === 0) continue;
+      windows.set(name, [
+        ...(windows.get(name) ?? []),
+        {
+          rate: n / seconds,
+          nodeUs: (used.user + used.system) / n,
+          ...(server === undefined || serverNow === undefined
+            ? {}
+            : { postgresUs: (serverNow - server) / n }),
+        },
+      ]);
     }
   }
-  for (const [name, all] of rates) {
-    const sorted = [...all].sort((a, b) => a - b);
-    const median = sorted[Math.floor(sorted.length / 2)] as number;
-    const each = all.map((r) => r.toFixed(0)).join(' ');
-    console.log(`${label.padEnd(22)} ${median.toFixed(0).padStart(7)}/s  ${name.padEnd(30)} (${each})`);
+  for (const [name, all] of windows) {
+    const rate = median(all.map((w) => w.rate));
+    const nodeUs = median(all.map((w) => w.nodeUs));
+    const serverUs = all.every((w) => w.postgresUs !== undefined)
+      ? `${median(all.map((w) => w.postgresUs as number)).toFixed(0)} µs`
+      : '-';
+    const each = all.map((w) => w.rate.toFixed(0)).join(' ');
+    console.log(
+      `${label.padEnd(22)} ${rate.toFixed(0).padStart(7)}/s  ${name.padEnd(30)} CPU per call: Node ${nodeUs.toFixed(0)} µs, PostgreSQL ${serverUs}  (${each})`,
+    );
   }
 }
 
@@ -154,13 +217,15 @@ async function main(url: string): Promise<void> {
         'Idem, one statement each': (i) => run(oneEach, key(i), true),
       });
     }
-    await alternate('first, 8 in flight', 8, 700, {
-      'naive transaction': () => naive(newKey(), BODY),
-      'with Idem’s row and table': () => floor(newKey(), BODY),
-      'with Idem’s guarded insert': () => guarded(newKey(), BODY),
-      'Idem’s protocol by hand': () => handMade(newKey()),
-      Idem: () => run(together, newKey(), false),
-    });
+    for (const lanes of [1, 8]) {
+      await alternate(`first, ${lanes} in flight`, lanes, 700, {
+        'naive transaction': () => naive(newKey(), BODY),
+        'with Idem’s row and table': () => floor(newKey(), BODY),
+        'with Idem’s guarded insert': () => guarded(newKey(), BODY),
+        'Idem’s protocol by hand': () => handMade(newKey()),
+        Idem: () => run(together, newKey(), false),
+      });
+    }
     await store.close();
   } finally {
     await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
