@@ -166,6 +166,15 @@ export function rssOfPid(pid: number): number {
   }
 }
 
+/** The median of `values`: the middle one, or the mean of the two middle ones of an even count. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}
+
 /** The median repetition by throughput (its latencies and RSS come with it). */
 export function medianOf(runs: readonly Measurement[]): Measurement {
   const sorted = [...runs].sort((a, b) => a.opsPerSec - b.opsPerSec);

@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildBaseline } from '../lib/baseline.js';
+import { median } from '../lib/measure.js';
 import { INSERT_NOTE_SQL, NOTES_SQL, noteBody, openRaw, type Synchronous } from '../lib/notes.js';
 import { naiveSqlite } from '../suites/sqlite.js';
 
@@ -85,9 +86,6 @@ async function prefill(call: (key: string, body: string) => unknown): Promise<st
   for (let i = 0; i < 5000; i += 1) await call(randomUUID(), noteBody(i));
   return keys;
 }
-
-const median = (values: readonly number[]): number =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
 
 const rev = process.argv[2] ?? 'HEAD';
 const synchronous: Synchronous = process.env.SYNC === 'NORMAL' ? 'NORMAL' : 'FULL';

@@ -30,6 +30,7 @@ import {
   type PgPool,
 } from '../../packages/idem/src/adapters/postgres/index.js';
 import { SqlStore } from '../../packages/idem/src/adapters/sql/sql-store.js';
+import { median } from '../lib/measure.js';
 import { newKey, newNoteId, PRINCIPAL, WORKSPACE } from '../lib/notes.js';
 import {
   inTransaction,
@@ -72,11 +73,6 @@ function postgresCpuUs(): number | undefined {
     }
   }
   return (ticks * 1_000_000) / TICKS_PER_SECOND;
-}
-
-/** The median of `values` (the upper one of an even count). */
-function median(values: readonly number[]): number {
-  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 }
 
 /**

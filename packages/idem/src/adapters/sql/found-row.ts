@@ -72,6 +72,7 @@ export function existingOfFound(
   return { kind: 'receipt', receipt: receiptOf(held, values, RECEIPT_AT) };
 }
 
+/** The select list of the own-version probe over `idem_operations`, in RECEIPT_COLUMNS order. */
 export const OWN_SELECT = RECEIPT_COLUMNS.join(', ');
 
 /** A row of RECEIPT_COLUMNS as objects keyed by name, as values in RECEIPT_COLUMNS order. */
@@ -85,8 +86,9 @@ export function existingOfOwn(identity: OperationIdentity, values: readonly unkn
 }
 
 /**
- * The `ReceiptView` in `values` from index `at` on (RECEIPT_COLUMNS), its fields in RECEIPT_VIEW_FIELDS order,
- * the absent ones left out; built field by field, without intermediate objects.
+ * The `ReceiptView` in `values` from index `at` on (RECEIPT_COLUMNS), its fields in
+ * RECEIPT_VIEW_FIELDS order, the absent ones left out; built field by field, without intermediate
+ * objects.
  */
 function receiptOf(identity: OperationIdentity, values: readonly unknown[], at: number): ReceiptView {
   const expiresAt = values[at + 1];
