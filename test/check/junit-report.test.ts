@@ -10,6 +10,7 @@ const row = (result: RowResult['result'], summary: string): RowResult => ({
   result,
   summary,
   evidence: { note: 'a & b' },
+  sent: [],
   durationMs: 1234,
 });
 
@@ -17,6 +18,7 @@ const tool = (name: string, rows: RowResult[]): ToolReport => ({
   tool: name,
   verdict: 'fail',
   key: null,
+  scope: { names: [], from: 'found' },
   arguments: {},
   count: null,
   idPath: null,

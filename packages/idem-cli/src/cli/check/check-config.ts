@@ -20,6 +20,8 @@ export interface ToolSettings {
   readonly idPath?: JsonPath;
   /** Top-level arguments for the second principal (`--token2`), e.g. its own workspace. */
   readonly secondArguments?: Record<string, unknown>;
+  /** The arguments that scope the tool's keys (default: found by name or description); never varied. */
+  readonly scopeFields?: readonly string[];
 }
 
 /**
@@ -33,7 +35,8 @@ export interface ToolSettings {
  *   "arguments": { "workspace": "default", "body": "idem check {{unique}}" },
  *   "count": { "tool": "list_notes", "arguments": { "workspace": "default" }, "path": "$.notes" },
  *   "idPath": "$.resource_id",
- *   "secondArguments": { "workspace": "team-b" }
+ *   "secondArguments": { "workspace": "team-b" },
+ *   "scopeFields": ["workspace"]
  * }
  * ```
  *
@@ -45,7 +48,7 @@ export interface CheckConfig extends ToolSettings {
   readonly tools?: Readonly<Record<string, ToolSettings>>;
 }
 
-const TOOL_FIELDS = ['keyField', 'arguments', 'count', 'idPath', 'secondArguments'];
+const TOOL_FIELDS = ['keyField', 'arguments', 'count', 'idPath', 'secondArguments', 'scopeFields'];
 const FIELDS = new Set(['tool', 'tools', ...TOOL_FIELDS]);
 
 export function loadCheckConfig(path: string): CheckConfig {
@@ -122,12 +125,20 @@ function toolSettings(value: Record<string, unknown>, at: string): ToolSettings 
     fail(`"${at}idPath" must be a JSON path`);
   const second = value.secondArguments;
   if (second !== undefined && !isObject(second)) fail(`"${at}secondArguments" must be an object`);
+  const scope = value.scopeFields;
+  if (
+    scope !== undefined &&
+    (!Array.isArray(scope) || scope.some((name) => typeof name !== 'string' || name === ''))
+  ) {
+    fail(`"${at}scopeFields" must be a list of argument names`);
+  }
   return {
     ...(typeof keyField === 'string' ? { keyField } : {}),
     ...(isObject(args) ? { arguments: args } : {}),
     ...(count === undefined ? {} : { count }),
     ...(typeof value.idPath === 'string' ? { idPath: parseJsonPath(value.idPath) } : {}),
     ...(isObject(second) ? { secondArguments: second } : {}),
+    ...(Array.isArray(scope) ? { scopeFields: scope as string[] } : {}),
   };
 }
 

@@ -19,6 +19,8 @@ export interface CheckOptions {
   readonly tools: readonly string[];
   readonly args: ReadonlyMap<string, FixedArgument>;
   readonly keyField: string | undefined;
+  /** `--scope-field`, in order; empty: the config's, else found by name or description. */
+  readonly scopeFields: readonly string[];
   readonly idPath: JsonPath | undefined;
   readonly countTool: string | undefined;
   readonly countPath: JsonPath | undefined;
@@ -41,7 +43,7 @@ contract and prints a table per tool:
   idempotency key argument      (only when missing) every retry is then a new action
   lost response, then retry     the response is dropped; the retry with the same key gets the same id
   R rounds of N duplicates      N calls with one key at once, R times: one effect, one id per round
-  same key, other arguments     refused, nothing changed
+  same key, other arguments     refused, nothing changed (one argument outside the scope changed)
   fresh key, same arguments     a second, distinct resource
   another principal, same key   (with --token2) never the first principal's result
 A row passes only on evidence: ids compared, or effects counted by a read tool (found by itself
@@ -56,6 +58,8 @@ Options:
                        JSON when it parses (5, true, ["a"]), else a string; {{unique}} in it varies
                        per action (e.g. --arg 'path=/tmp/x/{{unique}}.txt')
   --key-field NAME     the idempotency key argument (default: found in the schema)
+  --scope-field NAME   an argument that scopes the key, never varied (repeatable; default:
+                       workspace, tenant, project, … or a description that says workspace)
   --id-path PATH       where the created resource's id is in a result, e.g. $.id, $.items[0].uuid,
                        $['note-id'] (default: resource_id, id, *_id, uri, resource links, name)
   --count-tool NAME    a read tool whose result lists the effects (default: found by itself)
@@ -87,6 +91,7 @@ export function parseCheckOptions(argv: string[]): CheckOptions | undefined {
       tool: { type: 'string', multiple: true, default: [] },
       arg: { type: 'string', multiple: true, default: [] },
       'key-field': { type: 'string' },
+      'scope-field': { type: 'string', multiple: true, default: [] },
       'id-path': { type: 'string' },
       'count-tool': { type: 'string' },
       'count-path': { type: 'string' },
@@ -128,6 +133,7 @@ export function parseCheckOptions(argv: string[]): CheckOptions | undefined {
     tools: values.tool.map((name) => nonEmpty('--tool', name) as string),
     args: fixedArguments(values.arg),
     keyField: nonEmpty('--key-field', values['key-field']),
+    scopeFields: values['scope-field'].map((name) => nonEmpty('--scope-field', name) as string),
     idPath: values['id-path'] === undefined ? undefined : parseJsonPath(values['id-path']),
     countTool: nonEmpty('--count-tool', values['count-tool']),
     countPath: values['count-path'] === undefined ? undefined : parseJsonPath(values['count-path']),

@@ -20,6 +20,8 @@ export interface ToolReport {
   /** fail when a row failed, else inconclusive when one was, else pass. */
   readonly verdict: Exclude<Verdict, 'skip'>;
   readonly key: { readonly name: string; readonly why: string } | null;
+  /** The arguments that scope the key, never varied, and how they were recognised. */
+  readonly scope: { readonly names: readonly string[]; readonly from: string };
   /** The arguments template, `{{unique}}` where each action differs (the key is added per action). */
   readonly arguments: Record<string, unknown>;
   readonly count: (Omit<EffectCount, 'path'> & { readonly path: string }) | null;
@@ -50,6 +52,7 @@ export async function checkTool(plan: ToolPlan, run: CheckRun): Promise<ToolRepo
   const base = {
     tool: plan.name,
     key: plan.key ?? null,
+    scope: plan.scope,
     arguments: plan.template,
     idPath: plan.idPath === undefined ? null : formatJsonPath(plan.idPath),
   };
@@ -65,15 +68,17 @@ export async function checkTool(plan: ToolPlan, run: CheckRun): Promise<ToolRepo
     notes,
     rows,
   });
+  const bare = new RowContext(run, plan, undefined);
   const sampleRow = (outcome: RowOutcome): RowResult => ({
     row: 'sample_arguments',
     title: 'first call, sample arguments',
     durationMs: 0,
     ...outcome,
+    sent: bare.sent(),
   });
 
-  const bare = new RowContext(run, plan, undefined);
   if (plan.key === undefined) rows.push(await runRow(keyArgumentRow, bare, run));
+  bare.beginRow();
   if (plan.blocked !== undefined) {
     rows.push(sampleRow(skip(`not run: ${plan.blocked}`)));
     return done(undefined, null);
@@ -92,7 +97,7 @@ export async function checkTool(plan: ToolPlan, run: CheckRun): Promise<ToolRepo
         : first.definitive
           ? `the server refused the call (${showFailure(first)})`
           : `the first call got no reply (${showFailure(first)})`;
-    rows.push(sampleRow(inconclusive(`${why}; nothing else was run`, { arguments: action.args, first })));
+    rows.push(sampleRow(inconclusive(`${why}; nothing else was run`, { first })));
     return done(undefined, first);
   }
   const { count, note } = await calibration.finish();
@@ -112,6 +117,7 @@ export async function checkTool(plan: ToolPlan, run: CheckRun): Promise<ToolRepo
 async function runRow(row: Row, ctx: RowContext, run: CheckRun): Promise<RowResult> {
   const started = performance.now();
   const title = row.title(ctx);
+  ctx.beginRow();
   let outcome: RowOutcome;
   try {
     outcome = await row.check(ctx);
@@ -121,5 +127,11 @@ async function runRow(row: Row, ctx: RowContext, run: CheckRun): Promise<RowResu
     const message = (error as Error)?.message ?? String(error);
     outcome = { result: 'fail', summary: `error: ${message}`, evidence: { error: message } };
   }
-  return { row: row.id, title, ...outcome, durationMs: Math.round(performance.now() - started) };
+  return {
+    row: row.id,
+    title,
+    ...outcome,
+    sent: ctx.sent(),
+    durationMs: Math.round(performance.now() - started),
+  };
 }

@@ -47,6 +47,7 @@ function heading(tool: ToolReport): string {
       : `effects counted by ${tool.count.tool} ${tool.count.path}${tool.count.unit === 'lines' ? ' (lines)' : ''} ` +
         `(${signed(tool.count.perAction)} per call)`,
   ];
+  if (tool.scope.names.length > 0) parts.push(`scope ${tool.scope.names.join(', ')} (${tool.scope.from})`);
   if (tool.idPath !== null) parts.push(`id at ${tool.idPath}`);
   return `${tool.tool}: ${parts.join('; ')}`;
 }

@@ -4,6 +4,8 @@ import type { CheckConnection } from '../check-connection.js';
 import { readCount, type EffectCount } from './effect-count.js';
 import type { FindIdOptions } from './find-id.js';
 import { observe, type Observed } from './observed.js';
+import { otherValue, type OtherArguments } from './other-arguments.js';
+import { SentLog, type SentCall } from './sent-log.js';
 import type { ToolPlan } from './tool-plan.js';
 import { fillTemplate, newUnique } from './unique-template.js';
 import { signed, type Judgement } from './verdict.js';
@@ -34,6 +36,8 @@ const SETTLE_TRIES = 5;
  * see each other's actions.
  */
 export class RowContext {
+  #sent = new SentLog();
+
   constructor(
     readonly run: CheckRun,
     readonly plan: ToolPlan,
@@ -49,6 +53,15 @@ export class RowContext {
     const args = fillTemplate(options.template ?? this.plan.template, unique);
     if (key !== undefined && this.plan.key !== undefined) args[this.plan.key.name] = key;
     return { args, unique, key };
+  }
+
+  /**
+   * The same key and arguments as `first`, but for one argument outside the scope, which takes
+   * another valid value (`other`): "the same key with other arguments".
+   */
+  otherAction(first: Action, other: Extract<OtherArguments, { field: string }>): Action {
+    const unique = newUnique();
+    return { args: { ...first.args, [other.field]: otherValue(other, unique) }, unique, key: first.key };
   }
 
   newKey(): string | undefined {
@@ -86,7 +99,22 @@ export class RowContext {
     });
   }
 
+  /** Starts a new row's record of what was sent. */
+  beginRow(): void {
+    this.#sent = new SentLog();
+  }
+
+  /** The arguments sent since `beginRow`, the key redacted. */
+  sent(): SentCall[] {
+    return this.#sent.list();
+  }
+
   attempt(connection: CheckConnection, action: Action, signal?: AbortSignal): Promise<AttemptResult> {
+    this.#sent.record(
+      action.args,
+      this.plan.key?.name,
+      connection === this.run.second && connection !== this.run.primary ? 'second' : 'primary',
+    );
     return connection.call(this.plan.name, action.args, this.run.timeoutMs, signal ?? this.run.signal);
   }
 

@@ -56,7 +56,8 @@ function smallest(values: Array<number | undefined>): number | undefined {
   return defined.length === 0 ? undefined : Math.min(...defined);
 }
 
-function numberFits(value: number, schema: Schema, whole: boolean): boolean {
+/** True when `value` meets the schema's bounds and `multipleOf` (and is whole, when asked). */
+export function numberFits(value: number, schema: Schema, whole: boolean): boolean {
   if (!Number.isFinite(value) || (whole && !Number.isInteger(value))) return false;
   const lowIsExclusive = schema.exclusiveMinimum === true;
   const highIsExclusive = schema.exclusiveMaximum === true;

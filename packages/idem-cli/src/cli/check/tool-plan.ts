@@ -6,9 +6,11 @@ import { foundCounts, readArguments } from './count-candidates.js';
 import type { CountSpec } from './count-spec.js';
 import { findKeyField, type KeyField } from './key-field.js';
 import type { JsonPath } from './json-path.js';
+import { FREE_TEXT, otherArguments, type OtherArguments } from './other-arguments.js';
 import { schemaSample } from './schema-sample.js';
-import { argumentNames, coerce, holdsString, takes } from './tool-arguments.js';
-import { hasUnique, isObject } from './unique-template.js';
+import { scopeFields, uncoveredFields, type ScopeFields } from './scope-fields.js';
+import { argumentNames, coerce, takes } from './tool-arguments.js';
+import { fill, hasUnique, isObject } from './unique-template.js';
 
 export type { CountSpec } from './count-spec.js';
 
@@ -24,6 +26,10 @@ export interface ToolPlan {
   readonly secondTemplate: Record<string, unknown>;
   /** True when some argument holds `{{unique}}`, so that two actions can differ. */
   readonly varies: boolean;
+  /** The arguments that scope the key: never varied, never suggested for `{{unique}}`. */
+  readonly scope: ScopeFields;
+  /** What the "same key, other arguments" row changes (one argument outside the scope), or why nothing can. */
+  readonly other: OtherArguments;
   readonly idPath: JsonPath | undefined;
   /** Count tools to try, best first: the configured one alone, or the found candidates. */
   readonly counts: readonly CountSpec[];
@@ -41,8 +47,8 @@ export interface ToolSelection {
 
 /** A required argument with such a name names something that must already exist. */
 const REFERENCE = /(^id$|_id$|[a-z]Id$|_ids$|[a-z]Ids$)/;
-/** Arguments where a varying text is most at home, suggested first. */
-const FREE_TEXT = /body|text|content|title|name|description|message|note|comment/i;
+/** What a scope field's `{{unique}}` is filled with: one fixed place for every action. */
+const FIXED_FILL = '000000000000';
 
 /**
  * Chooses the tools to check and plans each one: the key argument (given, else found in the
@@ -169,9 +175,27 @@ function planTool(
     key = { name: keyName, why: options.keyField !== undefined ? '--key-field' : 'the config' };
   } else key = findKeyField(schema);
 
+  const scope = scopeFields(
+    tool,
+    options.scopeFields.length > 0 ? options.scopeFields : settings.scopeFields,
+    options.scopeFields.length > 0 ? '--scope-field' : 'the config',
+  );
+  for (const name of scope.from === 'found' ? [] : scope.names) {
+    const declared = argumentNames(tool);
+    if (declared.length > 0 && !declared.includes(name)) {
+      throw new CliError(
+        `${scope.from === '--scope-field' ? '--scope-field' : 'config "scopeFields"'} ${name}: ` +
+          `tool ${tool.name} has no argument ${JSON.stringify(name)} (its arguments: ${declared.join(', ')})`,
+        2,
+      );
+    }
+  }
+  const inScope = (name: string) => scope.names.includes(name);
   const sample = schemaSample(schema);
   const sampled = isObject(sample.value) ? { ...sample.value } : {};
   if (key !== undefined) delete sampled[key.name];
+  // A scope is one place for every action: its sample takes no `{{unique}}`.
+  for (const name of Object.keys(sampled)) if (inScope(name)) sampled[name] = fill(sampled[name], FIXED_FILL);
   if (key !== undefined && key.name in overrides) {
     throw new CliError(
       `${tool.name}: the key argument ${key.name} is set by --arg or the config; the checker sets it per action`,
@@ -181,20 +205,30 @@ function planTool(
   const template = { ...sampled, ...overrides };
   const varies = hasUnique(template);
   const fixedByUser = Object.keys(overrides);
-  // The user's arguments left nothing to vary although a string could have: a usage error.
-  // The user's arguments left nothing to vary although a string could have: for a tool the user
-  // chose (or the only one), a usage error; for one among others picked by the checker (a global
-  // --arg fixed its only string), a note.
-  const couldVary = hasUnique(sampled) || Object.values(overrides).some(holdsString);
-  if (!varies && couldVary) {
-    const varying = Object.keys(sampled)
-      .filter((name) => hasUnique(sampled[name]))
-      .sort((a, b) => Number(!FREE_TEXT.test(a)) - Number(!FREE_TEXT.test(b)));
+  const properties = isObject(schema.properties) ? schema.properties : {};
+  // The user's arguments left nothing to vary although a free string outside the scope could have:
+  // for a tool the user chose (or the only one), a usage error; for one among others picked by the
+  // checker (a global --arg fixed its only string), a note. A scope field is never suggested.
+  const varying = Object.keys(sampled)
+    .filter((name) => !inScope(name) && hasUnique(sampled[name]))
+    .sort((a, b) => Number(!FREE_TEXT.test(a)) - Number(!FREE_TEXT.test(b)));
+  const fixedText = fixedByUser.filter(
+    (name) => !inScope(name) && typeof overrides[name] === 'string' && freeText(properties[name]),
+  );
+  if (!varies && (varying.length > 0 || fixedText.length > 0)) {
     const problem = `the arguments have no varying part (${fixedByUser.join(', ')} fixed without {{unique}})`;
-    const fix = `put {{unique}} in a string, e.g. --arg '${varying[0] ?? fixedByUser[0] ?? 'name'}=idem {{unique}}'`;
+    const fix = `put {{unique}} in a string, e.g. --arg '${varying[0] ?? fixedText[0] ?? 'name'}=idem {{unique}}'`;
     if (explicit) throw new CliError(`${tool.name}: ${problem}; ${fix}`, 2);
     notes.push(`${problem}: actions cannot differ (${fix})`);
   } else if (!varies) notes.push('no argument can vary per action (no string argument takes {{unique}})');
+  const other = otherArguments({
+    tool,
+    template,
+    fixed: fixedByUser,
+    key: key?.name,
+    scope: scope.names,
+    uncovered: uncoveredFields(tool),
+  });
   const unmet = sample.unmet.filter(
     (problem) => !fixedByUser.some((name) => problem.startsWith(`$.${name}`)),
   );
@@ -203,7 +237,6 @@ function planTool(
   const required = Array.isArray(schema.required)
     ? schema.required.filter((n): n is string => typeof n === 'string')
     : [];
-  const properties = isObject(schema.properties) ? schema.properties : {};
   const references = required.filter((name) => {
     const p = properties[name];
     const fixed = isObject(p) && ('const' in p || 'enum' in p || 'default' in p);
@@ -223,9 +256,19 @@ function planTool(
     template,
     secondTemplate: { ...template, ...settings.secondArguments },
     varies,
+    scope,
+    other,
     idPath: options.idPath ?? settings.idPath,
     counts,
     notes,
     blocked,
   };
+}
+
+/** A string argument with no pattern, format, enum or const: `{{unique}}` fits in it. */
+function freeText(property: unknown): boolean {
+  if (!isObject(property)) return true;
+  const { type } = property;
+  if (type !== undefined && type !== 'string' && !(Array.isArray(type) && type.includes('string'))) return false;
+  return !['pattern', 'format', 'enum', 'const'].some((word) => word in property);
 }

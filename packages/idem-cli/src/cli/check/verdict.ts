@@ -1,3 +1,5 @@
+import type { SentCall } from './sent-log.js';
+
 /**
  * A row's verdict. `pass` needs positive evidence (ids compared, or effects counted); `inconclusive`
  * says what evidence is missing and is not a pass; `skip` is a row that does not apply (no second
@@ -22,6 +24,8 @@ export interface RowResult {
   readonly summary: string;
   /** Ids, codes and counts behind the verdict, for --json and --junit. */
   readonly evidence: Record<string, unknown>;
+  /** The arguments the row sent to the tool under check (keys redacted), to reproduce the verdict. */
+  readonly sent: readonly SentCall[];
   readonly durationMs: number;
 }
 
