@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { timeoutSignal } from 'idem';
 import { credentialsRefusal } from 'idem/client';
 import { CliError } from './cli-error.js';
 import { CheckConnection, type CheckTargetSpec, type ListedTool } from './check-connection.js';
@@ -8,6 +9,7 @@ import { CHECK_HELP, parseCheckOptions } from './check/check-options.js';
 import { checkTool, type ToolReport } from './check/check-tool.js';
 import { formatCheckReport } from './check/format-report.js';
 import { junitReport } from './check/junit-report.js';
+import { commandMissing } from './check/process-group.js';
 import { planTools } from './check/tool-plan.js';
 
 export { CHECK_HELP } from './check/check-options.js';
@@ -15,7 +17,11 @@ export { CHECK_HELP } from './check/check-options.js';
 /**
  * `idem check`: lists the server's tools, checks the mutating ones and prints the report to `out`
  * (and writes --junit). Throws CliError(…, 1) when a row failed or the server cannot be reached,
- * (…, 2) on a usage error, (…, 3) when no row failed but some were inconclusive.
+ * (…, 2) on a usage error, (…, 3) when no row failed but some were inconclusive. Whatever it started
+ * it stops before it returns or throws, on every path: each stdio server runs in a process group of
+ * its own, ended with its connection. SIGINT or SIGTERM ends the run: the servers are stopped, a
+ * CliError says it was interrupted, and, unless something else listens for the signal, it is raised
+ * again as the process exits, so that the process ends by it as it would have without this handler.
  */
 export async function checkCommand(
   argv: string[],
@@ -28,10 +34,23 @@ export async function checkCommand(
     return;
   }
   const { target, timeoutMs } = parsed;
-  const signal = options.signal;
+  // SIGINT and SIGTERM end the run through its signal, so that the servers are stopped first.
+  const interrupted = new AbortController();
+  let caught: NodeJS.Signals | undefined;
+  const onSignal = (name: NodeJS.Signals) => {
+    caught ??= name;
+    interrupted.abort(new CliError(`interrupted by ${name}; the servers it started were stopped`, 1));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const running = timeoutSignal(Number.POSITIVE_INFINITY, { signal: [options.signal, interrupted.signal] });
+  const signal = running.signal;
   const opened: CheckConnection[] = [];
   const open = async (token: string | undefined) => {
     try {
+      if ('command' in target && commandMissing(target.command)) {
+        throw Object.assign(new Error(`spawn ${target.command} ENOENT`), { code: 'ENOENT' });
+      }
       const connection = await CheckConnection.open(target, token, signal);
       opened.push(connection);
       return connection;
@@ -95,6 +114,14 @@ export async function checkCommand(
     }
   } finally {
     await Promise.all(opened.map((connection) => connection.close()));
+    running.dispose();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    // Raised again once the process exits (after the interruption is reported), so that it ends by the signal.
+    const signalled = caught;
+    if (signalled !== undefined && process.listenerCount(signalled) === 0) {
+      process.once('exit', () => process.kill(process.pid, signalled));
+    }
   }
 }
 

@@ -7,6 +7,7 @@ import {
   type McpTarget,
 } from 'idem/client';
 import { TransportFaults, type FaultEvent } from 'idem/testing';
+import { inProcessGroup } from './check/process-group.js';
 
 /** Where `idem check` finds the server: a URL, or a command to spawn (stdio). */
 export type CheckTargetSpec =
@@ -65,7 +66,9 @@ export class CheckConnection {
       const onStderr = (chunk: string) => {
         connection.#stderr = (connection.#stderr + chunk).slice(-STDERR_TAIL);
       };
-      connection = new CheckConnection({ command: spec.command, args: spec.args, env, onStderr }, label);
+      // In a process group of its own: closing the connection stops everything the command started.
+      const started = inProcessGroup(spec.command, spec.args);
+      connection = new CheckConnection({ ...started, env, onStderr }, label);
     }
     await connection.#connect(signal);
     return connection;
