@@ -12,7 +12,7 @@ const LINGERING = join(FIXTURES, 'lingering-server.mjs');
 const unix = process.platform !== 'win32';
 
 let dir: string;
-let started: number[] = [];
+const started: number[] = [];
 let files = 0;
 beforeAll(() => {
   dir = makeTempDir('idem-check-stops-');

@@ -120,7 +120,8 @@ function anotherNumber(schema: Record<string, unknown>, current: number): number
 /** A string argument without pattern, format, enum or const, that takes `length` characters. */
 function freeString(schema: Record<string, unknown>, length: number): boolean {
   const type = schema.type;
-  if (type !== undefined && type !== 'string' && !(Array.isArray(type) && type.includes('string'))) return false;
+  if (type !== undefined && type !== 'string' && !(Array.isArray(type) && type.includes('string')))
+    return false;
   if (['pattern', 'format', 'enum', 'const'].some((word) => word in schema)) return false;
   const max = schema.maxLength;
   return typeof max !== 'number' || max >= length;

@@ -44,7 +44,11 @@ const SAYS_SCOPE = /\b(workspace|tenant|organi[sz]ation|namespace|scopes?)\b/i;
  * description (`The workspace to act in`) says so. The checker never varies them to make "other
  * arguments", and never suggests putting `{{unique}}` in them.
  */
-export function scopeFields(tool: ListedTool, named: readonly string[] | undefined, from?: string): ScopeFields {
+export function scopeFields(
+  tool: ListedTool,
+  named: readonly string[] | undefined,
+  from?: string,
+): ScopeFields {
   if (named !== undefined) {
     return { names: [...named], from: from === '--scope-field' ? '--scope-field' : 'the config' };
   }

@@ -12,14 +12,13 @@ export interface SentCall {
 
 /** Collects one row's calls. */
 export class SentLog {
-  readonly #calls = new Map<string, { arguments: Record<string, unknown>; calls: number; principal: SentCall['principal'] }>();
+  readonly #calls = new Map<
+    string,
+    { arguments: Record<string, unknown>; calls: number; principal: SentCall['principal'] }
+  >();
   readonly #keys = new Map<string, string>();
 
-  record(
-    args: Record<string, unknown>,
-    keyName: string | undefined,
-    principal: SentCall['principal'],
-  ): void {
+  record(args: Record<string, unknown>, keyName: string | undefined, principal: SentCall['principal']): void {
     const shown = { ...args };
     if (keyName !== undefined && typeof shown[keyName] === 'string') {
       const key = shown[keyName];

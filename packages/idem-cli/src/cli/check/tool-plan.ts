@@ -269,6 +269,7 @@ function planTool(
 function freeText(property: unknown): boolean {
   if (!isObject(property)) return true;
   const { type } = property;
-  if (type !== undefined && type !== 'string' && !(Array.isArray(type) && type.includes('string'))) return false;
+  if (type !== undefined && type !== 'string' && !(Array.isArray(type) && type.includes('string')))
+    return false;
   return !['pattern', 'format', 'enum', 'const'].some((word) => word in property);
 }
