@@ -11,6 +11,7 @@ import { appendFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Buffer } from 'node:buffer';
 import process from 'node:process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ProtocolError, Server } from '@modelcontextprotocol/server';
 import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
@@ -98,12 +99,16 @@ function server() {
         return text('x'.repeat(args.bytes ?? 10));
       case 'progress_call': {
         const token = request.params._meta?.progressToken;
+        // A pause after each step, as work between steps takes: the SDK's client hands notifications
+        // to their handlers a turn later than responses, so one sent right before the answer is lost.
         if (token !== undefined)
-          for (let step = 1; step <= 3; step++)
+          for (let step = 1; step <= 3; step++) {
             await ctx.mcpReq.notify({
               method: 'notifications/progress',
               params: { progressToken: token, progress: step, total: 3, message: `step ${step}` },
             });
+            await sleep(50);
+          }
         return text(`progressed ${args.label}`);
       }
       case 'elicit_call':

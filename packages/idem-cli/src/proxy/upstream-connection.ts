@@ -1,4 +1,10 @@
-import { Client, StreamableHTTPClientTransport, type Transport } from '@modelcontextprotocol/client';
+import {
+  Client,
+  ProtocolError,
+  ProtocolErrorCode,
+  StreamableHTTPClientTransport,
+  type Transport,
+} from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { Logger } from 'idem';
 
@@ -22,6 +28,18 @@ export interface UpstreamTool {
   readonly annotations?: Record<string, unknown>;
   /** MCP tasks: `taskSupport: 'required'` marks a tool that only runs as a task. */
   readonly execution?: { readonly taskSupport?: string };
+}
+
+/** Every page of the upstream's tool list. */
+async function listAll(client: Client): Promise<UpstreamTool[]> {
+  const tools: UpstreamTool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor === undefined ? {} : { cursor });
+    tools.push(...(page.tools as unknown as UpstreamTool[]));
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return tools;
 }
 
 /** A short, body-free label of the upstream for logs and messages (no header, no query string). */
@@ -67,14 +85,27 @@ export class UpstreamConnection {
       if (this.#client !== undefined) this.#logger.warn('proxy.upstream_closed', {});
       this.#client = undefined;
     };
+    // The upstream's requests to its client (elicitation, sampling, roots) are not relayed: refused.
+    client.fallbackRequestHandler = (request) =>
+      Promise.reject(
+        new ProtocolError(
+          ProtocolErrorCode.MethodNotFound,
+          `idem proxy does not relay ${request.method} to its callers: the call cannot ask them anything`,
+        ),
+      );
+    // A changed tool list is picked up without a reconnect (a changed input schema is a new version).
+    client.setNotificationHandler('notifications/tools/list_changed', () => {
+      listAll(client).then(
+        (changed) => {
+          if (this.#closing) return;
+          this.#onConnected(changed);
+          this.#logger.info('proxy.tools_changed', { tools: changed.length });
+        },
+        () => this.#logger.warn('proxy.tools_list_failed', {}),
+      );
+    });
     await client.connect(transport, { timeout: 30_000 });
-    const tools: UpstreamTool[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await client.listTools(cursor === undefined ? {} : { cursor });
-      tools.push(...(page.tools as unknown as UpstreamTool[]));
-      cursor = page.nextCursor;
-    } while (cursor !== undefined);
+    const tools = await listAll(client);
     this.#onConnected(tools);
     this.#logger.info('proxy.upstream_connected', {
       upstream: upstreamLabel(this.#spec),
