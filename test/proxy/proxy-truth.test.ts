@@ -1,3 +1,4 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -12,8 +13,10 @@ import {
   closeQuietly,
   connectHttp,
   ensureBuilt,
+  freePort,
   makeTempDir,
   startServerProcess,
+  track,
   type ServerProcess,
 } from '../helpers/mcp-fixtures.js';
 
@@ -43,6 +46,24 @@ function startProxy(dir: string, args: string[] = []): Promise<ServerProcess> {
     env: { UPSTREAM_LOG: join(dir, 'calls.jsonl') },
     readyTimeoutMs: 30_000,
   });
+}
+
+/** The upstream over Streamable HTTP on `port`, as its own process. */
+async function startHttpUpstream(dir: string, port: number): Promise<ChildProcess> {
+  const proc = track(
+    spawn(process.execPath, [UPSTREAM], {
+      cwd: REPO_ROOT,
+      env: cleanEnv({ UPSTREAM_LOG: join(dir, 'calls.jsonl'), UPSTREAM_HTTP_PORT: String(port) }),
+      stdio: ['ignore', 'ignore', 'pipe'],
+    }),
+  );
+  await new Promise<void>((resolve, reject) => {
+    proc.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      if (chunk.includes('listening')) resolve();
+    });
+    proc.once('exit', (code) => reject(new Error(`upstream exited (${code})`)));
+  });
+  return proc;
 }
 
 async function connect(proxy: ServerProcess, token?: string): Promise<Client> {
@@ -185,6 +206,45 @@ describe('idem proxy: what it says is what happened', () => {
     expect(smallRetry.isError).not.toBe(true);
   });
 
+  it('an HTTP upstream down when the call is forwarded: nothing was sent, so it is sent once the upstream is back', async () => {
+    const dir = makeTempDir('idem-proxy-truth-');
+    const port = await freePort();
+    const upstream = await startHttpUpstream(dir, port);
+    const proxy = await startServerProcess({
+      command: 'proxy',
+      args: [
+        '--db',
+        join(dir, 'proxy.sqlite'),
+        '--in-flight-wait',
+        '500ms',
+        '--upstream',
+        `http://127.0.0.1:${port}/mcp`,
+      ],
+      readyTimeoutMs: 30_000,
+    });
+    const client = await connect(proxy);
+    upstream.kill('SIGKILL');
+    await new Promise((resolve) => upstream.once('exit', resolve));
+    const args = { idempotency_key: 'down-1', label: 'down', bytes: 10 };
+    const first = await call(client, 'big_call', args);
+    // The connection was refused: no byte reached the upstream, so the outcome is not unknown.
+    expect(errorOf(first)?.code).toBe('in_progress');
+    const operationId = (first.structuredContent as { operation_id: string }).operation_id;
+    expect(await statusOf(client, operationId)).not.toBe('outcome_unknown');
+    await startHttpUpstream(dir, port);
+    let answer = await call(client, 'big_call', args);
+    // The worker's backoff between refused connections reaches 5 s (the proxy's policy).
+    const deadline = Date.now() + 60_000;
+    while (errorOf(answer)?.code === 'in_progress' && Date.now() < deadline) {
+      await sleep(200);
+      answer = await call(client, 'big_call', args);
+    }
+    expect(answer.isError).not.toBe(true);
+    expect((answer.content[0] as { text: string }).text).toBe('x'.repeat(10));
+    expect(await statusOf(client, operationId)).toBe('succeeded');
+    expect(received(dir, 'down')).toBe(1);
+  }, 120_000);
+
   it('a changed tool list is picked up without a restart (HTTP callers)', async () => {
     const dir = makeTempDir('idem-proxy-truth-');
     const client = await connect(await startProxy(dir));
@@ -204,7 +264,7 @@ describe('idem proxy: what it says is what happened', () => {
 });
 
 describe('idem proxy --stdio: what the upstream sends besides answers', () => {
-  it('relays progress, refuses elicitation with a clear error, and tells its client of a changed tool list', async () => {
+  it('relays progress and log messages, refuses elicitation with a clear error, and tells its client of a changed tool list', async () => {
     const dir = makeTempDir('idem-proxy-truth-');
     const transport = new StdioClientTransport({
       command: process.execPath,
@@ -226,6 +286,10 @@ describe('idem proxy --stdio: what the upstream sends besides answers', () => {
       },
     );
     clients.push(client);
+    const logs: unknown[] = [];
+    client.setNotificationHandler('notifications/message', (notification) => {
+      logs.push(notification.params.data);
+    });
     await client.connect(transport, { timeout: 30_000 });
 
     const steps: { progress: number; total?: number; message?: string }[] = [];
@@ -242,6 +306,8 @@ describe('idem proxy --stdio: what the upstream sends besides answers', () => {
       [2, 3, 'step 2'],
       [3, 3, 'step 3'],
     ]);
+    // The upstream's log message reached the one caller of a stdio proxy.
+    expect(logs).toContain('working on progress');
 
     const elicited = (await client.callTool(
       { name: 'elicit_call', arguments: { idempotency_key: 'e-1', label: 'elicit' } },

@@ -83,12 +83,13 @@ const text = (value) => ({ content: [{ type: 'text', text: value }] });
 function server() {
   const mcp = new Server(
     { name: 'proxy-truth-upstream', version: '1.0.0' },
-    { capabilities: { tools: { listChanged: true } } },
+    { capabilities: { tools: { listChanged: true }, logging: {} } },
   );
   mcp.setRequestHandler('tools/list', () => ({ tools: tools() }));
   mcp.setRequestHandler('tools/call', async (request, ctx) => {
     const { name, arguments: args = {} } = request.params;
-    if (!tools().some((tool) => tool.name === name)) throw new ProtocolError(-32602, `Tool ${name} not found`);
+    if (!tools().some((tool) => tool.name === name))
+      throw new ProtocolError(-32602, `Tool ${name} not found`);
     appendFileSync(log, `${JSON.stringify({ tool: name, label: args.label })}\n`);
     switch (name) {
       case 'shaped_call':
@@ -99,6 +100,7 @@ function server() {
         return text('x'.repeat(args.bytes ?? 10));
       case 'progress_call': {
         const token = request.params._meta?.progressToken;
+        await mcp.sendLoggingMessage({ level: 'info', logger: 'truth', data: `working on ${args.label}` });
         // A pause after each step, as work between steps takes: the SDK's client hands notifications
         // to their handlers a turn later than responses, so one sent right before the answer is lost.
         if (token !== undefined)

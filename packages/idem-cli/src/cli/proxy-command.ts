@@ -166,6 +166,7 @@ export async function proxyCommand(argv: string[], out: (text: string) => void):
       inFlightWaitMs,
       leaseMs,
       pollIntervalMs: 200,
+      relayLogs: values.stdio,
       onClose: opened.close,
     });
   } catch (error) {

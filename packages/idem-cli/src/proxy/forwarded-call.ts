@@ -135,7 +135,11 @@ export class Forwarder<App> {
       const record = await this.#settled(operationId, context.signal);
       // The answer as it came, even where the kept one is only the record of its size.
       if (came !== undefined && record?.status === 'succeeded')
-        return this.#meta(answerFor(came, outputProblem(tool.upstream.outputSchema, came)), operationId, false);
+        return this.#meta(
+          answerFor(came, outputProblem(tool.upstream.outputSchema, came)),
+          operationId,
+          false,
+        );
       return this.answer(tool, record, operationId, false);
     }
     const status = outcome.result.status;

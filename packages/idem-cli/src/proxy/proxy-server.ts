@@ -38,6 +38,11 @@ export interface ProxyAppOptions<App> {
   readonly inFlightWaitMs: number;
   readonly leaseMs: number;
   readonly pollIntervalMs: number;
+  /**
+   * The proxy serves one caller (stdio): the upstream's log messages (`notifications/message`) are
+   * passed on to it. Over HTTP they are not (nothing ties one to a caller). Default false.
+   */
+  readonly relayLogs?: boolean;
   /** Called after the store and the connection are closed. */
   readonly onClose?: () => Promise<void>;
 }
@@ -77,7 +82,12 @@ export class ProxyApp<App> {
       authorize: authorizeByGrant,
       inFlightWaitMs: options.inFlightWaitMs,
     });
-    this.connection = new UpstreamConnection(options.upstream, options.logger, (tools) => this.#list(tools));
+    this.connection = new UpstreamConnection(
+      options.upstream,
+      options.logger,
+      (tools) => this.#list(tools),
+      options.relayLogs === true ? (params) => this.#relayLog(params) : undefined,
+    );
     const workerId = `proxy-${randomUUID()}`;
     this.#forwarder = new Forwarder({
       executor,
@@ -156,9 +166,16 @@ export class ProxyApp<App> {
     });
   }
 
+  /** Passes an upstream log message on to the open servers' clients (stdio: the one caller). */
+  #relayLog(params: Record<string, unknown>): void {
+    for (const live of this.#live)
+      live.server.sendLoggingMessage(params as never).catch(() => undefined);
+  }
+
   /** A new McpServer with the proxied tools and the status tool (one per HTTP request, or one for stdio). */
   createMcpServer(): McpServer {
-    const server = new McpServer({ name: 'idem-proxy', version: '1.0.0' }, { capabilities: { tools: {} } });
+    const capabilities = { tools: {}, ...(this.#options.relayLogs === true ? { logging: {} } : {}) };
+    const server = new McpServer({ name: 'idem-proxy', version: '1.0.0' }, { capabilities });
     const live = { server, tools: this.#register(server) };
     this.#live.add(live);
     const closed = server.server.onclose;

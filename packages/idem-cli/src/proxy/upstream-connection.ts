@@ -58,13 +58,21 @@ export class UpstreamConnection {
   readonly #spec: UpstreamSpec;
   readonly #logger: Logger;
   readonly #onConnected: (tools: UpstreamTool[]) => void;
+  readonly #onLog: ((params: Record<string, unknown>) => void) | undefined;
   #client: Promise<Client> | undefined;
   #closing = false;
 
-  constructor(spec: UpstreamSpec, logger: Logger, onConnected: (tools: UpstreamTool[]) => void) {
+  /** `onLog`, when given, is handed every log message (`notifications/message`) the upstream sends. */
+  constructor(
+    spec: UpstreamSpec,
+    logger: Logger,
+    onConnected: (tools: UpstreamTool[]) => void,
+    onLog?: (params: Record<string, unknown>) => void,
+  ) {
     this.#spec = spec;
     this.#logger = logger;
     this.#onConnected = onConnected;
+    this.#onLog = onLog;
   }
 
   /** The connected client, connecting (and listing the tools) first when there is none. */
@@ -104,6 +112,11 @@ export class UpstreamConnection {
         () => this.#logger.warn('proxy.tools_list_failed', {}),
       );
     });
+    const onLog = this.#onLog;
+    if (onLog !== undefined)
+      client.setNotificationHandler('notifications/message', (notification) => {
+        onLog(notification.params as Record<string, unknown>);
+      });
     await client.connect(transport, { timeout: 30_000 });
     const tools = await listAll(client);
     this.#onConnected(tools);
