@@ -249,6 +249,8 @@ describe('idem proxy: what it says is what happened', () => {
     const dir = makeTempDir('idem-proxy-truth-');
     const client = await connect(await startProxy(dir));
     expect((await client.listTools()).tools.map((tool) => tool.name)).not.toContain('late_call');
+    const before = { idempotency_key: 'shape-v1', label: 'versioned' };
+    expect((await call(client, 'shaped_call', before))._meta?.['idem/replayed']).toBe(false);
     await call(client, 'grow_tools', { idempotency_key: 'grow-1', label: 'grow' });
     let late: { inputSchema: { required?: string[] } } | undefined;
     const deadline = Date.now() + 15_000;
@@ -260,6 +262,10 @@ describe('idem proxy: what it says is what happened', () => {
     const answer = await call(client, 'late_call', { idempotency_key: 'late-1', label: 'late' });
     expect(answer.isError).not.toBe(true);
     expect(received(dir, 'late')).toBe(1);
+    // shaped_call's input schema changed with the list: a new version, which refuses the old keys.
+    const again = await call(client, 'shaped_call', before);
+    expect(errorOf(again)?.code).toBe('version_conflict');
+    expect(received(dir, 'versioned')).toBe(1);
   });
 });
 

@@ -33,7 +33,8 @@ function tools() {
     {
       name: 'shaped_call',
       description: 'Records a call and answers structuredContent that does not fit its own output schema.',
-      inputSchema: labelled(),
+      // grow_tools changes its input schema too: a new version of the tool behind the proxy.
+      inputSchema: labelled(grown ? { note: { type: 'string' } } : {}),
       outputSchema: {
         type: 'object',
         properties: { n: { type: 'integer' } },
@@ -63,7 +64,8 @@ function tools() {
     },
     {
       name: 'grow_tools',
-      description: 'Records a call, lists late_call from now on and says so (tools/list_changed).',
+      description:
+        'Records a call, lists late_call and a changed shaped_call from now on and says so (tools/list_changed).',
       inputSchema: labelled(),
     },
     ...(grown

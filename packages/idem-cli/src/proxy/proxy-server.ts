@@ -168,8 +168,7 @@ export class ProxyApp<App> {
 
   /** Passes an upstream log message on to the open servers' clients (stdio: the one caller). */
   #relayLog(params: Record<string, unknown>): void {
-    for (const live of this.#live)
-      live.server.sendLoggingMessage(params as never).catch(() => undefined);
+    for (const live of this.#live) live.server.sendLoggingMessage(params as never).catch(() => undefined);
   }
 
   /** A new McpServer with the proxied tools and the status tool (one per HTTP request, or one for stdio). */
