@@ -95,7 +95,8 @@ async function statusOf(client: Client, operationId: unknown): Promise<string> {
   return (status.structuredContent as { status: string }).status;
 }
 
-describe('idem proxy: what it says is what happened', () => {
+// Each case starts real processes and waits on them: generous bounds for a loaded two-core machine.
+describe('idem proxy: what it says is what happened', { timeout: 90_000 }, () => {
   it('an answer that does not fit the output schema is the upstream answer, kept and replayed, never "nothing was done"', async () => {
     const dir = makeTempDir('idem-proxy-truth-');
     const client = await connect(await startProxy(dir));
@@ -269,7 +270,7 @@ describe('idem proxy: what it says is what happened', () => {
   });
 });
 
-describe('idem proxy --stdio: what the upstream sends besides answers', () => {
+describe('idem proxy --stdio: what the upstream sends besides answers', { timeout: 90_000 }, () => {
   it('relays progress and log messages, refuses elicitation with a clear error, and tells its client of a changed tool list', async () => {
     const dir = makeTempDir('idem-proxy-truth-');
     const transport = new StdioClientTransport({

@@ -134,12 +134,7 @@ export class Forwarder<App> {
       const came = await this.#forward(tool, operationId, relay);
       const record = await this.#settled(operationId, context.signal);
       // The answer as it came, even where the kept one is only the record of its size.
-      if (came !== undefined && record?.status === 'succeeded')
-        return this.#meta(
-          answerFor(came, outputProblem(tool.upstream.outputSchema, came)),
-          operationId,
-          false,
-        );
+      if (came !== undefined && record?.status === 'succeeded') return this.#meta(came, operationId, false);
       return this.answer(tool, record, operationId, false);
     }
     const status = outcome.result.status;
@@ -217,7 +212,8 @@ export class Forwarder<App> {
   /**
    * Claims an `accepted` operation (running, one attempt, `dispatched`, our lease: committed before
    * anything is sent), forwards it and records the outcome. A claim refused (a worker took it
-   * first) leaves it to that worker. Returns the upstream's answer as it came, when one came.
+   * first) leaves it to that worker. Returns the answer for the caller when the upstream answered
+   * (as it came, even when only a bounded record of it is kept; see `answerFor`).
    */
   async #forward(tool: KeyedTool, operationId: string, relay: CallRelay): Promise<ProxyResult | undefined> {
     const { ledger, clock, workerId, leaseMs, logger } = this.#o;
@@ -266,8 +262,8 @@ export class Forwarder<App> {
         lease.signal,
         {
           ...relay,
-          onAnswer: (result) => {
-            came = result;
+          onAnswer: (answer) => {
+            came = answer;
           },
         },
       );
@@ -377,7 +373,7 @@ export class Forwarder<App> {
     providerKey: string,
     timeoutMs: number,
     signal: AbortSignal,
-    relay: CallRelay & { readonly onAnswer?: (result: ProxyResult) => void } = {},
+    relay: CallRelay & { readonly onAnswer?: (answer: ProxyResult) => void } = {},
   ): Promise<DispatchOutcome> {
     const args: Record<string, unknown> = { ...(op.args ?? {}) };
     if (tool.upstreamKeyArg !== undefined) args[tool.upstreamKeyArg] = providerKey;
@@ -413,7 +409,8 @@ export class Forwarder<App> {
           ...(relay.onprogress === undefined ? {} : { onprogress: relay.onprogress }),
         },
       )) as ProxyResult;
-      relay.onAnswer?.(result);
+      // To the caller that forwarded it: the answer as it came (marked when outside the schema).
+      relay.onAnswer?.(answerFor(result, outputProblem(current.upstream.outputSchema, result)));
       return {
         kind: 'created',
         resourceId: op.operationId,
