@@ -177,10 +177,16 @@ export class ProxyApp<App> {
     const server = new McpServer({ name: 'idem-proxy', version: '1.0.0' }, { capabilities });
     const live = { server, tools: this.#register(server) };
     this.#live.add(live);
-    const closed = server.server.onclose;
+    // Out of the set when its transport closes, or when it is closed (even before it connected).
+    const onclose = server.server.onclose;
     server.server.onclose = () => {
       this.#live.delete(live);
-      closed?.();
+      onclose?.();
+    };
+    const close = server.close.bind(server);
+    server.close = () => {
+      this.#live.delete(live);
+      return close();
     };
     registerIdemTool(server, this.#statusTool);
     return server;
