@@ -7,6 +7,7 @@ import { startHttpServer } from '../server/http-server.js';
 import { serveStdio } from '../server/stdio-server.js';
 import { startSweeper } from '../server/sweeper.js';
 import { TokenRegistry, type Grant } from '../server/token-registry.js';
+import { DEFAULT_MAX_ANSWER_BYTES } from '../proxy/kept-answer.js';
 import { ProxyApp } from '../proxy/proxy-server.js';
 import { upstreamLabel, type UpstreamSpec } from '../proxy/upstream-connection.js';
 import { CliError } from './cli-error.js';
@@ -38,6 +39,9 @@ Options:
   --status-tool NAME         the status tool's name (default get_operation)
   --call-timeout DUR         how long a forwarded call may take before its outcome is unknown
                              (default 60s)
+  --max-answer-bytes N       the largest upstream answer (bytes of its JSON) kept for replay
+                             (default 1048576); a larger one is answered to its caller and kept
+                             as a record of its size (answer_too_large)
 ${DATABASE_HELP}
   --port N                   HTTP port (default 3000); the endpoint is http://HOST:PORT/mcp
   --host HOST                HTTP interface (default 127.0.0.1)
@@ -79,6 +83,7 @@ export async function proxyCommand(argv: string[], out: (text: string) => void):
       workspace: { type: 'string', default: 'default' },
       'status-tool': { type: 'string', default: 'get_operation' },
       'call-timeout': { type: 'string', default: '60s' },
+      'max-answer-bytes': { type: 'string', default: String(DEFAULT_MAX_ANSWER_BYTES) },
       port: { type: 'string', default: '3000' },
       host: { type: 'string', default: '127.0.0.1' },
       stdio: { type: 'boolean', default: false },
@@ -114,6 +119,7 @@ export async function proxyCommand(argv: string[], out: (text: string) => void):
   const lockTimeoutMs = durationOption('--lock-timeout', values['lock-timeout'], 10 * 60_000);
   const inFlightWaitMs = durationOption('--in-flight-wait', values['in-flight-wait'], 10 * 60_000);
   const callTimeoutMs = durationOption('--call-timeout', values['call-timeout'], 24 * 3_600_000);
+  const maxAnswerBytes = intOption('--max-answer-bytes', values['max-answer-bytes'], 1_024, 256 * 1_048_576);
   const leaseMs = durationOption('--lease', values.lease, 10 * 60_000);
   if (leaseMs < 30) throw new CliError('--lease must be at least 30ms', 2);
   const sweepIntervalMs = durationOption('--sweep-interval', values['sweep-interval'], 24 * 3_600_000);
@@ -156,9 +162,11 @@ export async function proxyCommand(argv: string[], out: (text: string) => void):
       tools: { exclude, upstreamKeys, retentionMs, tombstoneTtlMs },
       statusTool,
       callTimeoutMs,
+      maxAnswerBytes,
       inFlightWaitMs,
       leaseMs,
       pollIntervalMs: 200,
+      relayLogs: values.stdio,
       onClose: opened.close,
     });
   } catch (error) {

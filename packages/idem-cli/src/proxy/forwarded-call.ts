@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { Tool } from '@modelcontextprotocol/client';
 import {
+  ERROR_CODES,
   IdemError,
   type Clock,
   type ErrorCode,
@@ -16,16 +18,27 @@ import {
   type OperationRecord,
 } from 'idem/operations';
 import type { OperationsLedger, RecordChange } from 'idem/store';
+import {
+  ANSWER_PROBLEM,
+  UPSTREAM_RESULT,
+  answerFor,
+  keptAnswer,
+  outputProblem,
+  type ProxyResult,
+} from './kept-answer.js';
 import type { ProxiedTool } from './proxy-tools.js';
 import type { UpstreamConnection } from './upstream-connection.js';
+import { upstreamFailure } from './upstream-failure.js';
+
+export { UPSTREAM_RESULT, type ProxyResult } from './kept-answer.js';
 
 type KeyedTool = Extract<ProxiedTool, { kind: 'keyed' }>;
 
-/** A CallToolResult as the proxy answers it (the upstream's, or one of Idem's own). */
-export type ProxyResult = Record<string, unknown> & { content: unknown[]; isError?: boolean };
-
-/** The stored result's field that holds the upstream's CallToolResult, exactly as it came. */
-export const UPSTREAM_RESULT = 'upstream_result';
+/** What a forwarded call passes back to its caller while it runs (the upstream's progress). */
+export interface CallRelay {
+  /** Called with each `notifications/progress` the upstream sends for the call. */
+  readonly onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
+}
 
 /** What a `Forwarder` works with. */
 export interface ForwarderOptions<App> {
@@ -41,6 +54,8 @@ export interface ForwarderOptions<App> {
   readonly leaseMs: number;
   /** How long one forwarded call may take before its outcome is unknown. */
   readonly callTimeoutMs: number;
+  /** The largest upstream answer (bytes of its JSON) kept for replay; see `keptAnswer`. */
+  readonly maxAnswerBytes: number;
   readonly retentionMs: number;
   /** How long a call waits for the first call with its key before answering a status handle. */
   readonly inFlightWaitMs: number;
@@ -81,7 +96,12 @@ export class Forwarder<App> {
   }
 
   /** One call of a keyed tool, answered as the upstream answered it (or with Idem's coded error). */
-  async call(tool: KeyedTool, raw: unknown, context: ToolCallContext): Promise<ProxyResult> {
+  async call(
+    tool: KeyedTool,
+    raw: unknown,
+    context: ToolCallContext,
+    relay: CallRelay = {},
+  ): Promise<ProxyResult> {
     const fields = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>) : {};
     const { idempotency_key: key, ...args } = fields;
     if (context.principal === undefined)
@@ -111,8 +131,10 @@ export class Forwarder<App> {
     const operationId = outcome.operationId;
     if (!outcome.replayed) {
       // Ours: committed `accepted`; claim it, forward it, record what came back.
-      await this.#forward(tool, operationId);
+      const came = await this.#forward(tool, operationId, relay);
       const record = await this.#settled(operationId, context.signal);
+      // The answer as it came, even where the kept one is only the record of its size.
+      if (came !== undefined && record?.status === 'succeeded') return this.#meta(came, operationId, false);
       return this.answer(tool, record, operationId, false);
     }
     const status = outcome.result.status;
@@ -125,7 +147,8 @@ export class Forwarder<App> {
     if (record?.status === 'succeeded' && record.result !== undefined)
       return this.#unwrap(tool, record.result, operationId, replayed);
     if (record?.error !== undefined && (record.status === 'failed' || record.status === 'outcome_unknown')) {
-      const error = new IdemError(record.error.code as ErrorCode, record.error.message, {
+      const code = errorCode(record.error.code, record.status);
+      const error = new IdemError(code, record.error.message, {
         operationId,
         ...(record.error.nextAction === undefined ? {} : { nextAction: record.error.nextAction }),
       });
@@ -141,9 +164,9 @@ export class Forwarder<App> {
     const upstream = stored[UPSTREAM_RESULT];
     const meta = { 'idem/operation_id': operationId, 'idem/replayed': replayed };
     if (typeof upstream === 'object' && upstream !== null && !Array.isArray(upstream)) {
-      const result = upstream as ProxyResult;
-      const own = typeof result._meta === 'object' && result._meta !== null ? result._meta : {};
-      return { ...result, _meta: { ...own, ...meta } };
+      const problem = stored[ANSWER_PROBLEM];
+      const result = answerFor(upstream as ProxyResult, typeof problem === 'string' ? problem : undefined);
+      return this.#meta(result, operationId, replayed);
     }
     // Settled by an operator (`idem ops resolve --succeeded`): no upstream answer was ever kept.
     const content = { ...stored, replayed };
@@ -152,6 +175,12 @@ export class Forwarder<App> {
       ...(tool.upstream.outputSchema === undefined ? { structuredContent: content } : {}),
       _meta: meta,
     };
+  }
+
+  /** The result with Idem's fields added to its `_meta`. */
+  #meta(result: ProxyResult, operationId: string, replayed: boolean): ProxyResult {
+    const own = typeof result._meta === 'object' && result._meta !== null ? result._meta : {};
+    return { ...result, _meta: { ...own, 'idem/operation_id': operationId, 'idem/replayed': replayed } };
   }
 
   /** `in_progress`: the first call with this key still runs; follow it with the status tool. */
@@ -183,9 +212,10 @@ export class Forwarder<App> {
   /**
    * Claims an `accepted` operation (running, one attempt, `dispatched`, our lease: committed before
    * anything is sent), forwards it and records the outcome. A claim refused (a worker took it
-   * first) leaves it to that worker.
+   * first) leaves it to that worker. Returns the answer for the caller when the upstream answered
+   * (as it came, even when only a bounded record of it is kept; see `answerFor`).
    */
-  async #forward(tool: KeyedTool, operationId: string): Promise<void> {
+  async #forward(tool: KeyedTool, operationId: string, relay: CallRelay): Promise<ProxyResult | undefined> {
     const { ledger, clock, workerId, leaseMs, logger } = this.#o;
     const attemptId = `att_${randomUUID().replaceAll('-', '')}`;
     const startedAt = clock.now();
@@ -205,7 +235,7 @@ export class Forwarder<App> {
         startAttempt: { attemptId, workerId, startedAt },
       };
     });
-    if (!claimed.written || claimed.record === undefined) return;
+    if (!claimed.written || claimed.record === undefined) return undefined;
     const lease = new AbortController();
     const renewal = setInterval(
       () => {
@@ -221,6 +251,7 @@ export class Forwarder<App> {
     );
     renewal.unref();
     let outcome: DispatchOutcome;
+    let came: ProxyResult | undefined;
     const t0 = clock.monotonic();
     try {
       outcome = await this.dispatch(
@@ -229,6 +260,12 @@ export class Forwarder<App> {
         providerKeyFor(operationId),
         this.#o.callTimeoutMs,
         lease.signal,
+        {
+          ...relay,
+          onAnswer: (answer) => {
+            came = answer;
+          },
+        },
       );
     } finally {
       clearInterval(renewal);
@@ -240,6 +277,7 @@ export class Forwarder<App> {
       duration_ms: Math.round(clock.monotonic() - t0),
     });
     await this.#record(tool, claimed.record, attemptId, startedAt, outcome);
+    return outcome.kind === 'created' ? came : undefined;
   }
 
   /** Writes what one forwarded attempt established, under our lease; anything else to the worker. */
@@ -320,10 +358,14 @@ export class Forwarder<App> {
 
   /**
    * One call of the upstream tool with the operation's arguments (and the upstream's own key when
-   * the tool declares one), classified: an answer (a tool error included) is `created`; a protocol
-   * refusal of the arguments or the tool, or a tool whose schema changed since the call was
-   * accepted, is `rejected`; an upstream we could not connect to is `throttled` (nothing sent);
-   * a timeout, a closed connection or any other failure is `ambiguous`.
+   * the tool declares one), classified: an answer (a tool error included) is `created`, kept as it
+   * came within `maxAnswerBytes` (see `keptAnswer`; the proxy's client does not check it against the
+   * output schema, which would turn an answer into an error); a tool whose schema changed since the
+   * call was accepted, or that the upstream no longer lists, is `rejected` before anything is sent;
+   * an upstream that could not be reached, or a call the SDK refused before writing it, is
+   * `throttled` and `unsent`; every other failure (a JSON-RPC error from the upstream, a timeout, a
+   * closed connection, an answer that is not a CallToolResult) came after the call may have reached
+   * the upstream and is `ambiguous` (see `upstreamFailure`, the one place that decides).
    */
   async dispatch(
     tool: KeyedTool,
@@ -331,6 +373,7 @@ export class Forwarder<App> {
     providerKey: string,
     timeoutMs: number,
     signal: AbortSignal,
+    relay: CallRelay & { readonly onAnswer?: (answer: ProxyResult) => void } = {},
   ): Promise<DispatchOutcome> {
     const args: Record<string, unknown> = { ...(op.args ?? {}) };
     if (tool.upstreamKeyArg !== undefined) args[tool.upstreamKeyArg] = providerKey;
@@ -347,36 +390,42 @@ export class Forwarder<App> {
         kind: 'rejected',
         code: 'invalid_argument',
         status: 0,
-        reason: `the upstream tool ${tool.upstream.name} changed its input schema since the call was accepted`,
+        reason:
+          current === undefined
+            ? `the upstream no longer lists the tool ${tool.upstream.name}`
+            : `the upstream tool ${tool.upstream.name} changed its input schema since the call was accepted`,
       };
+    // The lease was lost before anything was sent: the worker decides.
+    if (signal.aborted) return { kind: 'throttled', status: 0, unsent: true };
+    // Without the output schema the client checks nothing: the answer is the upstream's, whatever it is.
+    const { outputSchema: _unchecked, ...definition } = current.upstream;
     try {
-      const result = await client.callTool(
+      const result = (await client.callTool(
         { name: tool.upstream.name, arguments: args },
-        { timeout: timeoutMs, signal },
-      );
+        {
+          timeout: timeoutMs,
+          signal,
+          toolDefinition: definition as Tool,
+          ...(relay.onprogress === undefined ? {} : { onprogress: relay.onprogress }),
+        },
+      )) as ProxyResult;
+      // To the caller that forwarded it: the answer as it came (marked when outside the schema).
+      relay.onAnswer?.(answerFor(result, outputProblem(current.upstream.outputSchema, result)));
       return {
         kind: 'created',
         resourceId: op.operationId,
-        fields: { [UPSTREAM_RESULT]: result as JsonObject },
+        fields: keptAnswer(current.upstream.outputSchema, result, this.#o.maxAnswerBytes),
       };
     } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      if (code === -32602 || code === -32601)
-        return {
-          kind: 'rejected',
-          code: 'invalid_argument',
-          status: 0,
-          reason: `the upstream refused the call (JSON-RPC ${code})`,
-        };
-      const reason =
-        code === -32001
-          ? `no answer within ${timeoutMs} ms`
-          : code === -32000
-            ? 'the upstream connection closed'
-            : typeof code === 'number'
-              ? `the upstream failed (JSON-RPC ${code})`
-              : 'the upstream call failed';
-      return { kind: 'ambiguous', reason };
+      const failure = upstreamFailure(error, { timeoutMs, aborted: signal.aborted });
+      this.#o.logger.warn('proxy.upstream_failure', {
+        operation_id: op.operationId,
+        tool: tool.upstream.name,
+        kind: failure.kind,
+        sent: failure.sent,
+      });
+      if (!failure.sent) return { kind: 'throttled', status: 0, unsent: true };
+      return { kind: 'ambiguous', reason: `${failure.reason}, after the call was sent` };
     }
   }
 
@@ -419,6 +468,16 @@ export class Forwarder<App> {
 /** Whether an operation may still change by itself. */
 function isActive(record: OperationRecord): boolean {
   return record.status === 'accepted' || record.status === 'running' || record.status === 'cancel_requested';
+}
+
+/** A stored error's code when it is one of Idem's; else the code its state implies. */
+function errorCode(stored: string, status: 'failed' | 'outcome_unknown'): ErrorCode {
+  if (isErrorCode(stored)) return stored;
+  return status === 'outcome_unknown' ? 'outcome_unknown' : 'internal';
+}
+
+function isErrorCode(code: string): code is ErrorCode {
+  return (ERROR_CODES as readonly string[]).includes(code);
 }
 
 /** Idem's own coded error for a call that never reached the ledger. */

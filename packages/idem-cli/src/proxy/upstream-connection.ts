@@ -1,4 +1,10 @@
-import { Client, StreamableHTTPClientTransport, type Transport } from '@modelcontextprotocol/client';
+import {
+  Client,
+  ProtocolError,
+  ProtocolErrorCode,
+  StreamableHTTPClientTransport,
+  type Transport,
+} from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { Logger } from 'idem';
 
@@ -24,6 +30,18 @@ export interface UpstreamTool {
   readonly execution?: { readonly taskSupport?: string };
 }
 
+/** Every page of the upstream's tool list. */
+async function listAll(client: Client): Promise<UpstreamTool[]> {
+  const tools: UpstreamTool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor === undefined ? {} : { cursor });
+    tools.push(...(page.tools as unknown as UpstreamTool[]));
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return tools;
+}
+
 /** A short, body-free label of the upstream for logs and messages (no header, no query string). */
 export function upstreamLabel(spec: UpstreamSpec): string {
   if (spec.kind === 'stdio') return [spec.command, ...spec.args].join(' ');
@@ -40,13 +58,21 @@ export class UpstreamConnection {
   readonly #spec: UpstreamSpec;
   readonly #logger: Logger;
   readonly #onConnected: (tools: UpstreamTool[]) => void;
+  readonly #onLog: ((params: Record<string, unknown>) => void) | undefined;
   #client: Promise<Client> | undefined;
   #closing = false;
 
-  constructor(spec: UpstreamSpec, logger: Logger, onConnected: (tools: UpstreamTool[]) => void) {
+  /** `onLog`, when given, is handed every log message (`notifications/message`) the upstream sends. */
+  constructor(
+    spec: UpstreamSpec,
+    logger: Logger,
+    onConnected: (tools: UpstreamTool[]) => void,
+    onLog?: (params: Record<string, unknown>) => void,
+  ) {
     this.#spec = spec;
     this.#logger = logger;
     this.#onConnected = onConnected;
+    this.#onLog = onLog;
   }
 
   /** The connected client, connecting (and listing the tools) first when there is none. */
@@ -67,14 +93,32 @@ export class UpstreamConnection {
       if (this.#client !== undefined) this.#logger.warn('proxy.upstream_closed', {});
       this.#client = undefined;
     };
+    // The upstream's requests to its client (elicitation, sampling, roots) are not relayed: refused.
+    client.fallbackRequestHandler = (request) =>
+      Promise.reject(
+        new ProtocolError(
+          ProtocolErrorCode.MethodNotFound,
+          `idem proxy does not relay ${request.method} to its callers: the call cannot ask them anything`,
+        ),
+      );
+    // A changed tool list is picked up without a reconnect (a changed input schema is a new version).
+    client.setNotificationHandler('notifications/tools/list_changed', () => {
+      listAll(client).then(
+        (changed) => {
+          if (this.#closing) return;
+          this.#onConnected(changed);
+          this.#logger.info('proxy.tools_changed', { tools: changed.length });
+        },
+        () => this.#logger.warn('proxy.tools_list_failed', {}),
+      );
+    });
+    const onLog = this.#onLog;
+    if (onLog !== undefined)
+      client.setNotificationHandler('notifications/message', (notification) => {
+        onLog(notification.params as Record<string, unknown>);
+      });
     await client.connect(transport, { timeout: 30_000 });
-    const tools: UpstreamTool[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await client.listTools(cursor === undefined ? {} : { cursor });
-      tools.push(...(page.tools as unknown as UpstreamTool[]));
-      cursor = page.nextCursor;
-    } while (cursor !== undefined);
+    const tools = await listAll(client);
     this.#onConnected(tools);
     this.#logger.info('proxy.upstream_connected', {
       upstream: upstreamLabel(this.#spec),
