@@ -12,7 +12,7 @@ import {
   type DurableHandler,
 } from '../../packages/idem/src/operations/index.js';
 import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
-import { OPERATION, openStore, tempDir } from './operations-fixtures.js';
+import { accept, LEASE_MS, memoryLogger, OPERATION, openStore, tempDir } from './operations-fixtures.js';
 
 // Issue 38, point 6: every option that takes a retry policy takes any part of one, over the
 // defaults, and refuses a field that cannot be a policy when the worker, handler or tool is made.
@@ -80,5 +80,44 @@ describe('a part of a RetryPolicy, over DEFAULT_RETRY_POLICY', () => {
     };
     expect(await deadline(a.structuredContent.operation_id)).toBe(10_000);
     expect(await deadline(b.structuredContent.operation_id)).toBe(DEFAULT_RETRY_POLICY.totalMs);
+  });
+});
+
+describe("a handler's own policy", () => {
+  it('its attempt timeout bounds the window in which an abandoned request may still land', async () => {
+    // Mode reference: an ambiguous attempt, then a lookup that finds nothing. Absence proves
+    // nothing until the attempt's start + its timeout + landingMs (default: the timeout again),
+    // with the timeout the attempt ran with: the handler's 5 s, not the worker's 300 ms.
+    const clock = new FakeClock();
+    const store = openStore(join(tempDir(), 'idem.sqlite'), clock);
+    const logger = memoryLogger();
+    const timeouts: number[] = [];
+    const handler: DurableHandler = {
+      ...quiet,
+      mode: 'reference',
+      policy: { attemptTimeoutMs: 5_000 },
+      dispatch: (_op, context) => {
+        timeouts.push(context.timeoutMs);
+        return Promise.resolve({ kind: 'ambiguous', reason: 'timeout' });
+      },
+      reconcile: () => Promise.resolve({ kind: 'absent' }),
+    };
+    const worker = new Worker({
+      store,
+      handlers: { [OPERATION]: handler },
+      clock,
+      logger,
+      policy: { attemptTimeoutMs: 300 },
+      leaseMs: LEASE_MS,
+      random: () => 0,
+    });
+    const op = await accept(store, clock, { service: 'billing', version: '1' });
+    expect(await worker.runOnce()).toBe(true);
+    expect(timeouts).toEqual([5_000]);
+    expect(logger.events('op.retry_scheduled')).toEqual([
+      expect.objectContaining({ operation_id: op.operationId, delay_ms: 10_000, dispatched: true }),
+    ]);
+    clock.advance(9_999);
+    expect(await worker.runOnce()).toBe(false);
   });
 });

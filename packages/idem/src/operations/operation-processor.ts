@@ -408,10 +408,12 @@ export class OperationProcessor {
     // Only a request that may have reached the provider can land (a refused one sent nothing).
     const { lastReachedAt } = await this.#history(op);
     if (lastReachedAt === undefined) return 0;
-    const landing = handler.landingMs ?? this.#o.policy.attemptTimeoutMs;
+    // The attempt timeout the handler's attempts ran with: its own policy's, if it has one.
+    const { attemptTimeoutMs } = this.#policy(handler);
+    const landing = handler.landingMs ?? attemptTimeoutMs;
     // The client gives a request up by its start + the attempt timeout at the latest (an attempt
     // closed later, e.g. an interrupted one repaired at takeover, was not sending any longer).
-    const latest = lastReachedAt + this.#o.policy.attemptTimeoutMs + landing;
+    const latest = lastReachedAt + attemptTimeoutMs + landing;
     return Math.max(0, latest - this.#o.clock.now());
   }
 
