@@ -8,8 +8,8 @@
 export interface RetryPolicy {
   /**
    * The total budget, from the first attempt's start (a durable operation: from its acceptance, as
-   * its `deadlineAt`). No attempt starts after it; the last one may end up to `minAttemptMs` past
-   * it (see `minAttemptMs`). Default 30 s.
+   * its `deadlineAt`). No attempt starts after it; a durable operation's last one may end up to
+   * `minAttemptMs` past it (see `minAttemptMs`). Default 30 s.
    */
   readonly totalMs: number;
   /** The cap of one attempt's timeout; an attempt gets less when less of the budget is left. Default 8 s. */
@@ -29,9 +29,9 @@ export interface RetryPolicy {
   /**
    * No retry is planned with less than this left of the budget (default `MIN_ATTEMPT_MS`, never
    * more than `attemptTimeoutMs`): it could only time out, and an attempt that times out may have
-   * been applied, which turns a clean failure into an unknown outcome. No attempt gets a shorter
-   * timeout than this: a durable operation a worker picks up late, with less than this left but
-   * before its deadline, is still attempted, and that attempt may end this much past the deadline.
+   * been applied, which turns a clean failure into an unknown outcome. No attempt of a durable
+   * operation gets a shorter timeout than this: one a worker picks up late, with less than this left
+   * but before its deadline, is still attempted, and that attempt may end this much past the deadline.
    */
   readonly minAttemptMs?: number;
   /**
