@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../packages/idem/src/testing/fake-clock.js';
 import { MIN_ATTEMPT_MS } from '../../packages/idem/src/core/retry-policy.js';
-import { creates, harness, recordRequests, TEST_POLICY } from './operations-fixtures.js';
+import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
+import type { HandlerCallContext } from '../../packages/idem/src/operations/index.js';
+import { creates, harness, OPERATION, recordRequests, TEST_POLICY } from './operations-fixtures.js';
 
 const args = { service: 'billing', version: '1.4.2' };
 
@@ -179,12 +181,33 @@ describe('Worker: deadlines', () => {
     expect(attempt?.detail).toBe('ambiguous: timeout');
   });
 
-  it('starts no attempt with less than MIN_ATTEMPT_MS left: failed, nothing sent', async () => {
+  it('picked up late with less than MIN_ATTEMPT_MS left: attempted all the same, with MIN_ATTEMPT_MS', async () => {
     const clock = new FakeClock();
     const h = await harness('key', clock);
     const sent = recordRequests();
     const op = await h.accept(args, { deadlineMs: 10_000 });
     clock.advance(10_000 - MIN_ATTEMPT_MS + 1);
+    const timeouts: number[] = [];
+    const dispatch = h.handler.dispatch.bind(h.handler);
+    const watched = {
+      ...h.handler,
+      dispatch: (operation: OperationRecord, context: HandlerCallContext) => {
+        timeouts.push(context.timeoutMs);
+        return dispatch(operation, context);
+      },
+    };
+    expect(await h.worker({ handlers: { [OPERATION]: watched } }).runOnce()).toBe(true);
+    expect(await h.get(op.operationId)).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+    expect(timeouts).toEqual([MIN_ATTEMPT_MS]);
+    expect(creates(sent)).toHaveLength(1);
+  });
+
+  it('picked up at its deadline: no attempt, failed, nothing sent', async () => {
+    const clock = new FakeClock();
+    const h = await harness('key', clock);
+    const sent = recordRequests();
+    const op = await h.accept(args, { deadlineMs: 10_000 });
+    clock.advance(10_000);
     expect(await h.worker().runOnce()).toBe(true);
     const done = await h.get(op.operationId);
     expect(done).toMatchObject({ status: 'failed', dispatched: false });

@@ -84,8 +84,11 @@ export interface IdempotentOperation<App, Args extends Record<string, unknown>> 
 
 /** A long-running operation: accepted now, carried out by a worker (src/operations). */
 export interface DurableOperation extends OperationDefinition {
-  /** The total deadline comes from `policy.totalMs`, counted from acceptance. */
-  readonly policy?: RetryPolicy;
+  /**
+   * The total deadline comes from `policy.totalMs` (default `DEFAULT_RETRY_POLICY`'s), counted from
+   * acceptance.
+   */
+  readonly policy?: Partial<RetryPolicy>;
 }
 
 /** One call as the executor receives it: who, where, with which key and arguments (and a `signal`). */
@@ -221,7 +224,7 @@ export class Executor<App> {
     operation: DurableOperation,
     request: CallRequest<Args>,
   ): Promise<CallOutcome> {
-    const policy = operation.policy ?? DEFAULT_RETRY_POLICY;
+    const totalMs = operation.policy?.totalMs ?? DEFAULT_RETRY_POLICY.totalMs;
     return this.#call(operation, request, (identity, context, requestFingerprint, _watch, acceptedTrace) => ({
       receipt: () => {
         const now = this.#clock.now();
@@ -229,7 +232,7 @@ export class Executor<App> {
           ...this.#newRecord(identity, context.operationId, requestFingerprint, 'durable', now),
           status: 'accepted',
           args: request.args as JsonObject,
-          deadlineAt: now + policy.totalMs,
+          deadlineAt: now + totalMs,
           ...(acceptedTrace === undefined ? {} : { acceptedTrace }),
         };
       },

@@ -7,7 +7,7 @@ import {
 } from '../core/fingerprint-selection.js';
 import { MAX_KEY_LENGTH } from '../core/idempotency-key.js';
 import { operationLabel } from '../core/operation-identity.js';
-import type { RetryPolicy } from '../core/retry-policy.js';
+import { retryPolicy, type RetryPolicy } from '../core/retry-policy.js';
 import {
   DEFAULT_RETENTION_MS,
   Executor,
@@ -109,8 +109,11 @@ export interface IdempotentToolConfig<App, Input extends ToolInput> extends Tool
 
 /** A long-running tool: accepted at once with a handle, executed by a worker. */
 export interface DurableToolConfig<Input extends ToolInput> extends ToolDefinition<Input> {
-  /** Total deadline and retry policy of the worker's attempts. */
-  readonly policy?: RetryPolicy;
+  /**
+   * Total deadline and retry policy of the worker's attempts: any of `RetryPolicy`'s fields, the
+   * others `DEFAULT_RETRY_POLICY`'s. Checked when the tool is made (RangeError).
+   */
+  readonly policy?: Partial<RetryPolicy>;
 }
 
 /**
@@ -150,7 +153,7 @@ export function durableTool<App, Input extends ToolInput>(
     retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
     ...(config.replaysVersions === undefined ? {} : { replaysVersions: config.replaysVersions }),
     ...(config.fingerprint === undefined ? {} : { fingerprint: config.fingerprint }),
-    ...(config.policy === undefined ? {} : { policy: config.policy }),
+    ...(config.policy === undefined ? {} : { policy: retryPolicy(config.policy) }),
   };
   return mutatingTool(executor, config, (request) => executor.start(operation, request));
 }

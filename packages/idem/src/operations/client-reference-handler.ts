@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { JsonObject } from '../core/json.js';
 import type { OperationRecord } from '../core/operation-record.js';
-import type { RetryPolicy } from '../core/retry-policy.js';
+import { retryPolicy, type RetryPolicy } from '../core/retry-policy.js';
 import type {
   DispatchOutcome,
   DurableHandler,
@@ -80,7 +80,7 @@ class ClientReferenceHandler implements DurableHandler {
     this.#clock = options.clock ?? systemClock;
     this.#providerName = options.providerName ?? new URL(options.url).host;
     if (options.landingMs !== undefined) this.landingMs = options.landingMs;
-    if (options.policy !== undefined) this.policy = options.policy;
+    if (options.policy !== undefined) this.policy = retryPolicy(options.policy);
     if (options.resultSchema !== undefined) this.resultSchema = options.resultSchema;
   }
 

@@ -152,8 +152,11 @@ export interface DurableHandler {
    * operation ends `outcome_unknown`. Absent: the key is kept longer than any operation lasts.
    */
   readonly providerKeyRetentionMs?: number;
-  /** This operation kind's own budget and attempts, instead of the worker's policy. */
-  readonly policy?: RetryPolicy;
+  /**
+   * This operation kind's own budget and attempts, instead of the worker's policy: any of its
+   * fields, the others `DEFAULT_RETRY_POLICY`'s (not the worker's). MAY.
+   */
+  readonly policy?: Partial<RetryPolicy>;
   /**
    * True: the worker watches the operation while `dispatch` runs and aborts `cancelSignal` when a
    * cancel request arrives (one extra read every poll interval). Default false.

@@ -28,8 +28,11 @@ export interface HttpHandlerOptions {
   readonly successFields?: (args: JsonObject, resourceId: string) => JsonObject;
   /** Extra request headers (e.g. `authorization`); never logged. */
   readonly headers?: Readonly<Record<string, string>>;
-  /** This tool's own retry budget and attempts; default the worker's policy. */
-  readonly policy?: RetryPolicy;
+  /**
+   * This tool's own retry budget and attempts, any of `RetryPolicy`'s fields (the others
+   * `DEFAULT_RETRY_POLICY`'s); absent: the worker's policy. Checked at once (RangeError).
+   */
+  readonly policy?: Partial<RetryPolicy>;
   /**
    * The business fields of a success, the durable tool's own `resultSchema`: a success's fields
    * that do not fit it are left out of the stored result and logged (see `DurableHandler`).

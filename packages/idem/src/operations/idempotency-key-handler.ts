@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { JsonObject } from '../core/json.js';
 import type { OperationRecord } from '../core/operation-record.js';
-import type { RetryPolicy } from '../core/retry-policy.js';
+import { retryPolicy, type RetryPolicy } from '../core/retry-policy.js';
 import type {
   DispatchOutcome,
   DurableHandler,
@@ -74,7 +74,7 @@ class IdempotencyKeyHandler implements DurableHandler {
     this.#providerName = options.providerName ?? new URL(options.url).host;
     if (options.providerKeyRetentionMs !== undefined)
       this.providerKeyRetentionMs = options.providerKeyRetentionMs;
-    if (options.policy !== undefined) this.policy = options.policy;
+    if (options.policy !== undefined) this.policy = retryPolicy(options.policy);
     if (options.resultSchema !== undefined) this.resultSchema = options.resultSchema;
   }
 

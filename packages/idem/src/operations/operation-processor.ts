@@ -3,7 +3,13 @@ import type { FaultPoints } from '../core/fault-points.js';
 import { newAttemptId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { OperationRecord } from '../core/operation-record.js';
-import { attemptTimeout, minAttempt, planRetry, type RetryPolicy } from '../core/retry-policy.js';
+import {
+  attemptTimeout,
+  minAttempt,
+  planRetry,
+  retryPolicy,
+  type RetryPolicy,
+} from '../core/retry-policy.js';
 import type { OperationsLedger } from '../ports/operations-ledger.js';
 import { startAttempt, transition } from './ledger-transitions.js';
 import { recordAttempt } from '../telemetry/record-attempt.js';
@@ -32,6 +38,11 @@ export interface OperationProcessorOptions {
   readonly random: () => number;
   /** How often a dispatch of a handler with `watchesCancel` re-reads its operation. Default 200. */
   readonly cancelPollMs?: number;
+  /**
+   * How late the worker may pick up an operation that is due, ms (its poll interval): the last
+   * retry after a refused connection is planned this much earlier. Default 0.
+   */
+  readonly pickupMs?: number;
 }
 
 /**
@@ -65,8 +76,9 @@ export interface OperationProcessorOptions {
  * |                                      |           | an earlier attempt's `dispatched`; else stop as above;   |
  * |                                      |           | cancel arrived meanwhile: the rules again (cancelled     |
  * |                                      |           | only if nothing was dispatched before). A refused        |
- * |                                      |           | connection (`unsent`) is recorded `not_sent`: it waits   |
- * |                                      |           | at least baseDelayMs and is retried until the deadline   |
+ * |                                      |           | connection (`unsent`) is recorded `not_sent` and retried |
+ * |                                      |           | baseDelayMs to maxRefusedDelayMs apart up to a last try  |
+ * |                                      |           | planned minAttempt + pickupMs before the deadline        |
  * | - ambiguous (timeout, reset, 5xx)    | key       | still dispatched; backoff (same key next time) or        |
  * |                                      |           | `outcome_unknown`                                        |
  * |                                      | reference | reconcile at once (as above)                             |
@@ -74,7 +86,9 @@ export interface OperationProcessorOptions {
  *
  * Limits: `maxAttempts` counts the attempts that may have reached the provider (every
  * `startAttempt`, a crashed one included, but those recorded `not_sent`); the budget is
- * `operationBudget`.
+ * `operationBudget`. An operation picked up before its deadline is attempted even with less than
+ * `minAttempt` left (a worker picked a planned retry up late): its timeout is `minAttempt` at
+ * least, so it may end that much past the deadline; after the deadline none is.
  * A reconciliation uses the full attempt timeout even past the deadline: it only reads, and it is
  * the one way to learn the truth. The landing window: a request abandoned at its start + the attempt
  * timeout may still be applied for `handler.landingMs` (default: the attempt timeout) afterwards.
@@ -114,8 +128,10 @@ export class OperationProcessor {
       op.attemptCount >= budget.policy.maxAttempts || keyWindowOf(handler, op) !== undefined
         ? await this.#history(op)
         : undefined;
+    // A try that is due is made as long as the deadline has not passed, however late the pickup:
+    // retries are planned with minAttempt left, and the attempt gets at least that (#attempt).
     const stop: StopReason | undefined =
-      budget.remainingMs < minAttempt(budget.policy)
+      budget.remainingMs <= 0
         ? 'deadline_exhausted'
         : (history?.reached ?? op.attemptCount) >= budget.policy.maxAttempts
           ? 'attempts_exhausted'
@@ -176,7 +192,10 @@ export class OperationProcessor {
         : undefined;
     const context = {
       providerKey: providerKeyFor(op.operationId),
-      timeoutMs: Math.min(attemptTimeout(budget.policy, budget.elapsedMs), windowMs ?? Infinity),
+      timeoutMs: Math.min(
+        Math.max(attemptTimeout(budget.policy, budget.elapsedMs), minAttempt(budget.policy)),
+        windowMs ?? Infinity,
+      ),
       signal: lease,
       ...(watch === undefined ? {} : { cancelSignal: watch.signal }),
     };
@@ -298,7 +317,7 @@ export class OperationProcessor {
    * After an attempt that was not applied (`dispatched` false) or may have been (or followed one that
    * may have been): backoff, or stop with `failed` (nothing applied) or `outcome_unknown`. Only
    * attempts that may have reached the provider count against the cap; after one that provably did
-   * not (`unsent`), the backoff waits at least `baseDelayMs` and retries until the deadline. A keyed
+   * not (`unsent`), retries follow `RetryCount.refused`, the last one planned `pickupMs` early. A keyed
    * resend is planned only within the provider's key retention: a backoff is shortened to fit it, a
    * `Retry-After` beyond it stops.
    */
@@ -314,7 +333,7 @@ export class OperationProcessor {
     const history = await this.#history(op);
     const plan = planRetry(budget.policy, op.attemptCount, budget.elapsedMs, random, options.retryAfterMs, {
       countedAttempts: history.reached,
-      ...(options.unsent === true ? { minDelayMs: budget.policy.baseDelayMs, fillBudget: true } : {}),
+      ...(options.unsent === true ? { refused: true, pickupMs: this.#o.pickupMs ?? 0 } : {}),
     });
     if (!plan.retry) {
       if (dispatched) return writer.unknown(op, handler, `${plan.reason}; last attempt: ${reason}`);
@@ -389,10 +408,12 @@ export class OperationProcessor {
     // Only a request that may have reached the provider can land (a refused one sent nothing).
     const { lastReachedAt } = await this.#history(op);
     if (lastReachedAt === undefined) return 0;
-    const landing = handler.landingMs ?? this.#o.policy.attemptTimeoutMs;
+    // The attempt timeout the handler's attempts ran with: its own policy's, if it has one.
+    const { attemptTimeoutMs } = this.#policy(handler);
+    const landing = handler.landingMs ?? attemptTimeoutMs;
     // The client gives a request up by its start + the attempt timeout at the latest (an attempt
     // closed later, e.g. an interrupted one repaired at takeover, was not sending any longer).
-    const latest = lastReachedAt + this.#o.policy.attemptTimeoutMs + landing;
+    const latest = lastReachedAt + attemptTimeoutMs + landing;
     return Math.max(0, latest - this.#o.clock.now());
   }
 
@@ -409,9 +430,9 @@ export class OperationProcessor {
     );
   }
 
-  /** The handler's own policy, if it has one; else the worker's. */
+  /** The handler's own policy (over `DEFAULT_RETRY_POLICY`), if it has one; else the worker's. */
   #policy(handler: DurableHandler): RetryPolicy {
-    return handler.policy ?? this.#o.policy;
+    return handler.policy === undefined ? this.#o.policy : retryPolicy(handler.policy);
   }
 
   async #lastReason(op: OperationRecord): Promise<string> {

@@ -29,7 +29,12 @@ export {
 } from './start-worker.js';
 export type { WorkerOptions } from './worker.js';
 export { DEFAULT_OUTBOX_MAX_ATTEMPTS, type OutboxDispatcherOptions } from './outbox-dispatcher.js';
-export { DEFAULT_RETRY_POLICY, MIN_ATTEMPT_MS, type RetryPolicy } from '../core/retry-policy.js';
+export {
+  DEFAULT_RETRY_POLICY,
+  MAX_REFUSED_DELAY_MS,
+  MIN_ATTEMPT_MS,
+  type RetryPolicy,
+} from '../core/retry-policy.js';
 export type {
   OperationRecord,
   OperationError,

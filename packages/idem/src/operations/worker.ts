@@ -3,7 +3,7 @@ import { systemClock, type Clock } from '../core/clock.js';
 import { FaultPoints } from '../core/fault-points.js';
 import type { Logger } from '../core/logger.js';
 import { toLogger, type LoggerOption } from '../log/to-logger.js';
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry-policy.js';
+import { retryPolicy, type RetryPolicy } from '../core/retry-policy.js';
 import type { IdemStore } from '../ports/idem-store.js';
 import type { DurableHandler } from './durable-handler.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -27,8 +27,12 @@ export interface WorkerOptions {
   readonly leaseMs?: number;
   /** The wait between polls when nothing was due. Default 200. */
   readonly pollIntervalMs?: number;
-  /** Default `DEFAULT_RETRY_POLICY`. */
-  readonly policy?: RetryPolicy;
+  /**
+   * The retry policy of operations whose handler has none of its own: any of its fields, the others
+   * `DEFAULT_RETRY_POLICY`'s. A refused connection is retried up to a last try planned
+   * `minAttemptMs` + `pollIntervalMs` before the deadline (see `RetryPolicy.maxRefusedDelayMs`).
+   */
+  readonly policy?: Partial<RetryPolicy>;
   /** How long a final record replays. Default 24 h. */
   readonly retentionMs?: number;
   /** Named places where tests inject failures. Default: none armed. */
@@ -74,6 +78,11 @@ export class Worker {
     this.workerId = options.workerId ?? `worker-${randomUUID()}`;
     this.#leaseMs = options.leaseMs ?? 5000;
     if (!(this.#leaseMs >= 3)) throw new RangeError('leaseMs must be at least 3');
+    const policy = retryPolicy(options.policy);
+    // A handler's own policy is checked now, not when its first operation comes.
+    for (const handler of Object.values(options.handlers))
+      if (handler.policy !== undefined) retryPolicy(handler.policy);
+    const pollIntervalMs = options.pollIntervalMs ?? 200;
     const common = { ledger, clock: this.#clock, logger: this.#logger, workerId: this.workerId };
     this.#writer = new OperationWriter({
       ...common,
@@ -82,17 +91,19 @@ export class Worker {
     this.#processor = new OperationProcessor({
       ...common,
       writer: this.#writer,
-      policy: options.policy ?? DEFAULT_RETRY_POLICY,
+      policy,
       faults: options.faults ?? new FaultPoints(),
       random: options.random ?? Math.random,
       // A handler that watches for cancel requests (commands) re-reads at the polling pace.
-      cancelPollMs: options.pollIntervalMs ?? 200,
+      cancelPollMs: pollIntervalMs,
+      // An idle loop sees a due operation within one poll interval.
+      pickupMs: pollIntervalMs,
     });
     this.#loop = new PollingLoop({
       tick: () => this.runOnce(),
       clock: this.#clock,
       logger: this.#logger,
-      intervalMs: options.pollIntervalMs ?? 200,
+      intervalMs: pollIntervalMs,
       event: 'worker.error',
     });
   }
