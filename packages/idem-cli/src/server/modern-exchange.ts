@@ -54,10 +54,7 @@ export async function isModernExchange(exchange: ParsedExchange): Promise<boolea
  * away: a closed stream is the revision's cancellation), calls the handler with the caller's
  * authentication, and writes the Response back, streaming when the SDK answers over SSE.
  */
-export async function serveModernExchange(
-  handler: McpHttpHandler,
-  exchange: ParsedExchange,
-): Promise<void> {
+export async function serveModernExchange(handler: McpHttpHandler, exchange: ParsedExchange): Promise<void> {
   const { res } = exchange;
   const gone = new AbortController();
   res.once('close', () => {
