@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
+  CLI,
+  REPO_ROOT,
   callTool,
+  cleanEnv,
   cleanup,
   closeQuietly,
   ensureBuilt,
@@ -157,5 +161,36 @@ describe('idem serve on the 2026-07-28 revision', () => {
     expect((replay.body.result as Wire).structuredContent.replayed).toBe(true);
     expect((replay.body.result as Wire).resultType).toBe('complete');
     expect(replay.body.id).toBe(4);
+  });
+
+  it('idem serve --stdio: a pinned client and a 2025 client of the same database share receipts', async () => {
+    const db = join(makeTempDir(), 'db.sqlite');
+    const stdio = async (mode: 'legacy' | { pin: string }) => {
+      const client = new Client(
+        { name: 'idem-e2e-stdio', version: '0.0.0' },
+        { versionNegotiation: { mode } },
+      );
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, 'serve', '--stdio', '--db', db],
+        cwd: REPO_ROOT,
+        env: cleanEnv(),
+        stderr: 'ignore',
+      });
+      await client.connect(transport);
+      clients.push(client);
+      return client;
+    };
+    const modern = await stdio({ pin: '2026-07-28' });
+    expect(modern.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+    const args = { workspace: 'default', body: 'over stdio', idempotency_key: `s-${randomUUID()}` };
+    const first = await callTool(modern, 'create_note', args);
+    expect(first.sc).toMatchObject({ status: 'succeeded', replayed: false });
+    expect((await callTool(modern, 'create_note', args)).sc.replayed).toBe(true);
+    await closeQuietly(modern);
+    const legacy = await stdio('legacy');
+    expect(legacy.getNegotiatedProtocolVersion()).toBe('2025-11-25');
+    const again = await callTool(legacy, 'create_note', args);
+    expect(again.sc).toMatchObject({ replayed: true, note_id: first.sc.note_id });
   });
 });
