@@ -5,13 +5,18 @@ import {
   connectTarget,
   type McpClient,
   type McpTarget,
+  type ProtocolChoice,
 } from 'idem/client';
 import { TransportFaults, type FaultEvent } from 'idem/testing';
 
-/** Where `idem check` finds the server: a URL, or a command to spawn (stdio). */
-export type CheckTargetSpec =
+/**
+ * Where `idem check` finds the server: a URL, or a command to spawn (stdio); and which revision
+ * to speak (`auto` by default: 2026-07-28 when the server offers it, else the 2025 handshake).
+ */
+export type CheckTargetSpec = (
   | { readonly url: string }
-  | { readonly command: string; readonly args: readonly string[]; readonly tokenEnv: string };
+  | { readonly command: string; readonly args: readonly string[]; readonly tokenEnv: string }
+) & { readonly protocol?: ProtocolChoice };
 
 const STDERR_TAIL = 4000;
 
@@ -38,6 +43,7 @@ export class CheckConnection {
   #client: McpClient | undefined;
   #onFault: ((event: FaultEvent) => void) | undefined;
   #stderr = '';
+  #protocol: ProtocolChoice = 'auto';
 
   private constructor(
     private readonly target: McpTarget,
@@ -67,6 +73,7 @@ export class CheckConnection {
       };
       connection = new CheckConnection({ command: spec.command, args: spec.args, env, onStderr }, label);
     }
+    connection.#protocol = spec.protocol ?? 'auto';
     await connection.#connect(signal);
     return connection;
   }
@@ -154,6 +161,7 @@ export class CheckConnection {
       ...(signal === undefined ? {} : { signal }),
       wrap: (transport) => this.faults.wrap(transport),
       clientName: 'idem-check',
+      protocol: this.#protocol,
     });
     return this.#client;
   }
