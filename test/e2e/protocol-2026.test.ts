@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client, SdkError, SdkErrorCode, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -10,10 +10,13 @@ import {
   cleanEnv,
   cleanup,
   closeQuietly,
+  dropFirstResponse,
   ensureBuilt,
   makeTempDir,
   startServerProcess,
 } from '../helpers/mcp-fixtures.js';
+import { adminPool, dropSchema, freshSchema } from '../helpers/multi-fixtures.js';
+import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
 
 // `idem serve` speaks the 2026-07-28 revision and the 2025 ones from one endpoint: a client pinned to
 // the new revision executes, replays and gets payload_conflict; a 2025 client on the same server
@@ -194,3 +197,63 @@ describe('idem serve on the 2026-07-28 revision', () => {
     expect(again.sc).toMatchObject({ replayed: true, note_id: first.sc.note_id });
   });
 });
+
+const BACKENDS = [
+  { name: 'sqlite', db: () => ['--db', join(makeTempDir(), 'db.sqlite')] },
+  ...(postgresAvailable
+    ? [
+        {
+          name: 'postgres',
+          db: () => {
+            const schema = freshSchema();
+            schemas.push(schema);
+            return ['--db', POSTGRES_URL, '--db-schema', schema];
+          },
+        },
+      ]
+    : []),
+];
+const schemas: string[] = [];
+afterAll(async () => {
+  if (schemas.length === 0) return;
+  const pool = adminPool('protocol-2026');
+  for (const schema of schemas) await dropSchema(pool, schema);
+  await pool.end();
+});
+
+describe.each(BACKENDS)(
+  'a response lost with its stream, re-issued with a new JSON-RPC id ($name)',
+  (backend) => {
+    it.each([{ pin: '2026-07-28' }, 'legacy'] as const)(
+      'era %j: the retry replays the committed result',
+      async (mode) => {
+        const srv = await startServerProcess({ args: backend.db() });
+        const transport = new StreamableHTTPClientTransport(new URL(srv.url));
+        const dropping = dropFirstResponse(transport);
+        const client = new Client(
+          { name: 'idem-e2e-lost', version: '0.0.0' },
+          { versionNegotiation: { mode } },
+        );
+        await client.connect(dropping);
+        clients.push(client);
+        await client.listTools();
+        const args = { workspace: 'default', body: 'lost once', idempotency_key: `l-${randomUUID()}` };
+        const lost = await callTool(client, 'create_note', args, { timeout: 1000 }).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        expect((lost as SdkError).code).toBe(SdkErrorCode.RequestTimeout);
+        const original = dropping.droppedResult();
+        expect(original?.replayed).toBe(false);
+        // The SDK client gives every request a new JSON-RPC id; the key alone makes it a retry.
+        const retry = await callTool(client, 'create_note', args);
+        expect(retry.sc).toMatchObject({ replayed: true, note_id: original?.note_id });
+        const calls = await srv.waitForLogs(
+          (line) => line.event === 'idem.call' && line.tool === 'create_note@v1',
+          2,
+        );
+        expect(calls.map((line) => line.outcome)).toEqual(['executed', 'replayed']);
+      },
+    );
+  },
+);
