@@ -121,7 +121,7 @@ describe('idem serve on the 2026-07-28 revision', () => {
     expect((init.body.result as { protocolVersion: string }).protocolVersion).toBe('2025-11-25');
   });
 
-  it('a tools/call whose Mcp-Name disagrees with the body is refused -32020 with HTTP 400, nothing done', async () => {
+  it('Mcp-Name disagreeing with the body is refused -32020 (HTTP 400, nothing done); results, replays and refusals carry resultType', async () => {
     const srv = await startServerProcess({ args: ['--db', join(makeTempDir(), 'db.sqlite')] });
     const key = `k-${randomUUID()}`;
     const call = {
@@ -164,6 +164,20 @@ describe('idem serve on the 2026-07-28 revision', () => {
     );
     expect((replay.body.result as Wire).structuredContent.replayed).toBe(true);
     expect((replay.body.result as Wire).resultType).toBe('complete');
+    // Idem's own refusal of a `__proto__` key, answered before the SDK, is a complete result too.
+    const poisoned = JSON.parse(
+      `{"workspace":"default","body":"x","idempotency_key":"${key}","__proto__":{"a":1}}`,
+    ) as Record<string, unknown>;
+    const refusedKey = await rawPost(
+      srv.url,
+      { ...call, id: 5, params: { ...call.params, arguments: poisoned } },
+      { 'Mcp-Method': 'tools/call', 'Mcp-Name': 'create_note', 'MCP-Protocol-Version': '2026-07-28' },
+    );
+    type Refusal = { resultType?: string; isError?: boolean; structuredContent: { error: { code: string } } };
+    expect(refusedKey.body.id).toBe(5);
+    expect((refusedKey.body.result as Refusal).isError).toBe(true);
+    expect((refusedKey.body.result as Refusal).structuredContent.error.code).toBe('invalid_argument');
+    expect((refusedKey.body.result as Refusal).resultType).toBe('complete');
     expect(replay.body.id).toBe(4);
   });
 
