@@ -5,15 +5,17 @@
 //
 // Environment: UPSTREAM_LOG (the file of received calls, required), UPSTREAM_VARIANT (`a` default,
 // `b` adds an argument to record_call), UPSTREAM_PID_FILE (its pid is written there),
-// UPSTREAM_HTTP_PORT (serve Streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio).
+// UPSTREAM_HTTP_PORT (serve Streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio), UPSTREAM_ERA
+// (`2026` over HTTP: serve only the 2026-07-28 revision, refusing 2025 traffic, with the SDK's
+// createMcpHandler).
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Buffer } from 'node:buffer';
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { McpServer } from '@modelcontextprotocol/server';
+import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
-import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
+import { NodeStreamableHTTPServerTransport, toNodeHandler } from '@modelcontextprotocol/node';
 import { z } from 'zod';
 
 const log = process.env.UPSTREAM_LOG;
@@ -95,6 +97,9 @@ function server() {
 const port = process.env.UPSTREAM_HTTP_PORT;
 if (port === undefined) {
   await server().connect(new StdioServerTransport());
+} else if (process.env.UPSTREAM_ERA === '2026') {
+  const http = createServer(toNodeHandler(createMcpHandler(() => server(), { legacy: 'reject' })));
+  http.listen(Number(port), '127.0.0.1', () => process.stderr.write(`upstream listening on ${port}\n`));
 } else {
   const http = createServer(async (req, res) => {
     if (req.method !== 'POST') {

@@ -5,14 +5,19 @@ import {
   connectTarget,
   type McpClient,
   type McpTarget,
+  type ProtocolChoice,
 } from 'idem/client';
 import { TransportFaults, type FaultEvent } from 'idem/testing';
 import { inProcessGroup } from './check/process-group.js';
 
-/** Where `idem check` finds the server: a URL, or a command to spawn (stdio). */
-export type CheckTargetSpec =
+/**
+ * Where `idem check` finds the server: a URL, or a command to spawn (stdio); and which revision
+ * to speak (`auto` by default: 2026-07-28 when the server offers it, else the 2025 handshake).
+ */
+export type CheckTargetSpec = (
   | { readonly url: string }
-  | { readonly command: string; readonly args: readonly string[]; readonly tokenEnv: string };
+  | { readonly command: string; readonly args: readonly string[]; readonly tokenEnv: string }
+) & { readonly protocol?: ProtocolChoice };
 
 const STDERR_TAIL = 4000;
 
@@ -39,6 +44,7 @@ export class CheckConnection {
   #client: McpClient | undefined;
   #onFault: ((event: FaultEvent) => void) | undefined;
   #stderr = '';
+  #protocol: ProtocolChoice = 'auto';
 
   private constructor(
     private readonly target: McpTarget,
@@ -70,6 +76,7 @@ export class CheckConnection {
       const started = inProcessGroup(spec.command, spec.args);
       connection = new CheckConnection({ ...started, env, onStderr }, label);
     }
+    connection.#protocol = spec.protocol ?? 'auto';
     await connection.#connect(signal);
     return connection;
   }
@@ -157,6 +164,7 @@ export class CheckConnection {
       ...(signal === undefined ? {} : { signal }),
       wrap: (transport) => this.faults.wrap(transport),
       clientName: 'idem-check',
+      protocol: this.#protocol,
     });
     return this.#client;
   }

@@ -87,7 +87,14 @@ export class UpstreamConnection {
 
   async #connect(): Promise<Client> {
     const transport = this.#transport();
-    const client = new Client({ name: 'idem-proxy', version: '1.0.0' });
+    // Over HTTP the era is negotiated (`server/discover` first, `initialize` when the upstream is
+    // of the 2025 era), so an upstream that serves only 2026-07-28 is reached too. A stdio upstream
+    // is opened with the 2025 handshake, which every stdio server answers (auto would spawn the
+    // command twice to probe it).
+    const client = new Client(
+      { name: 'idem-proxy', version: '1.0.0' },
+      { versionNegotiation: { mode: this.#spec.kind === 'http' ? 'auto' : 'legacy' } },
+    );
     client.onclose = () => {
       // A later call connects again (and starts a stdio upstream again).
       if (this.#client !== undefined) this.#logger.warn('proxy.upstream_closed', {});
@@ -122,6 +129,7 @@ export class UpstreamConnection {
     this.#onConnected(tools);
     this.#logger.info('proxy.upstream_connected', {
       upstream: upstreamLabel(this.#spec),
+      protocol_version: client.getNegotiatedProtocolVersion(),
       tools: tools.length,
     });
     return client;

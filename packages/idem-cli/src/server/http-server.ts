@@ -1,12 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
-import type { OAuthTokenVerifier } from '@modelcontextprotocol/server';
+import type { McpHttpHandler, OAuthTokenVerifier } from '@modelcontextprotocol/server';
 import { authenticateRequest, type AuthSettings, type HttpReply } from './authenticate-request.js';
 import { BodyBudget } from './body-budget.js';
 import { checkHostAndOrigin, hostOriginPolicy, type HostOriginPolicy } from './host-origin-policy.js';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './http-limits.js';
 import { inboundRefusal } from './inbound-refusal.js';
+import { isModernExchange, modernHandler, serveModernExchange } from './modern-exchange.js';
 import { metadataReply, protectedResource, type ProtectedResource } from './protected-resource.js';
 import { discardBody, readBody } from './read-body.js';
 import type { McpApp } from './server-app.js';
@@ -78,6 +79,8 @@ interface Context {
   readonly resource: ProtectedResource | undefined;
   readonly limits: HttpLimits;
   readonly budget: BodyBudget;
+  /** The 2026-07-28 leg (see modernHandler); 2025-era requests keep the stateless transport. */
+  readonly modern: McpHttpHandler;
   readonly mounted?: {
     readonly prefix: string;
     handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
@@ -152,6 +155,10 @@ export async function startHttpServer(app: McpApp, options: HttpServerOptions): 
     resource,
     limits,
     budget: new BodyBudget(limits.maxBufferedBytes),
+    modern: modernHandler(() => app.createMcpServer(), {
+      maxBodyBytes: limits.maxBodyBytes,
+      onerror: (error) => app.logger.info('http.modern_error', { error: error.name }),
+    }),
     auth: {
       ...(options.devGrant === undefined ? {} : { devGrant: options.devGrant }),
       ...(app.registry.fromFile ? { registry: app.registry } : {}),
@@ -176,6 +183,7 @@ export async function startHttpServer(app: McpApp, options: HttpServerOptions): 
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
+        void ready.context?.modern.close();
       }),
   };
 }
@@ -249,12 +257,15 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
   } catch {
     return sendJson(res, 400, jsonRpcError(-32700, 'Parse error: the body is not JSON'));
   }
+  const exchange = { req, res, text: read.text, body, authInfo: authenticated.auth };
+  const modern = await isModernExchange(exchange);
   const version = req.headers['mcp-protocol-version'];
   const refusal = inboundRefusal(body, typeof version === 'string' ? version : undefined);
   if (refusal !== undefined) {
     app.logger.info('http.refused', { reason: refusal.reason, status: refusal.status });
-    return sendJson(res, refusal.status, refusal.body);
+    return sendJson(res, refusal.status, modern ? completeResult(refusal.body) : refusal.body);
   }
+  if (modern) return serveModernExchange(ctx.modern, exchange);
   const mcp = app.createMcpServer();
   const transport = new NodeStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
@@ -266,6 +277,13 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
   });
   await mcp.connect(transport);
   await transport.handleRequest(Object.assign(req, { auth: authenticated.auth }), res, body);
+}
+
+/** A 2026-07-28 result names its type (`resultType: "complete"`); a JSON-RPC error is left as is. */
+function completeResult(message: unknown): unknown {
+  const result = (message as { result?: unknown }).result;
+  if (typeof result !== 'object' || result === null) return message;
+  return { ...(message as object), result: { ...result, resultType: 'complete' } };
 }
 
 function jsonRpcError(code: number, message: string) {

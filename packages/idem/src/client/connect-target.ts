@@ -24,7 +24,15 @@ export interface StdioTarget {
 /** A server to connect to: over Streamable HTTP (`url`) or as a stdio child process (`command`). */
 export type McpTarget = HttpTarget | StdioTarget;
 
-/** How `connectTarget` connects: signal, connect timeout, a transport wrapper, the client's name. */
+/**
+ * Which MCP revision a connection speaks: `auto` (the default) asks the server with
+ * `server/discover` and speaks 2026-07-28 when it offers it, else opens with the 2025 `initialize`
+ * handshake; `legacy` opens with `initialize` without asking; a revision (`2026-07-28`) is pinned:
+ * a server that does not offer it is not connected to.
+ */
+export type ProtocolChoice = 'auto' | 'legacy' | (string & {});
+
+/** How `connectTarget` connects: signal, connect timeout, a transport wrapper, the client's name, the revision. */
 export interface ConnectTargetOptions {
   signal?: AbortSignal;
   /** Connect timeout, ms. Default 10 s. */
@@ -33,11 +41,16 @@ export interface ConnectTargetOptions {
   wrap?: (transport: Transport) => Transport;
   /** clientInfo.name. Default `idem-client`. */
   clientName?: string;
+  /** The revision to speak (see ProtocolChoice). Default `auto`. */
+  protocol?: ProtocolChoice;
 }
 
 /**
- * Connects an SDK v2 `Client` (`@modelcontextprotocol/client`) to a target and completes the MCP
- * handshake (the 2025 `initialize` exchange, which servers on SDK v2 and 1.x both answer). Every
+ * Connects an SDK v2 `Client` (`@modelcontextprotocol/client`) to a target and settles the revision
+ * (`protocol`): by default the server is asked (`server/discover`) and the 2026-07-28 revision is
+ * spoken when it offers it, the 2025 `initialize` exchange otherwise (which servers on SDK v2 and
+ * 1.x both answer). A stdio target is then probed by a short-lived second process of the same
+ * command (the SDK's way; `legacy` avoids it). Every
  * connection is new: pass this as the `connect` factory of an IdemClient so that a dropped
  * connection (or a server process that died) is replaced before the next attempt.
  */
@@ -61,7 +74,15 @@ export async function connectTarget(target: McpTarget, options: ConnectTargetOpt
     stdio.stderr?.on('data', (chunk: Buffer | string) => onStderr?.(chunk.toString()));
     transport = stdio;
   }
-  const client = new Client({ name: options.clientName ?? 'idem-client', version: '1.0.0' });
+  const protocol = options.protocol ?? 'auto';
+  const client = new Client(
+    { name: options.clientName ?? 'idem-client', version: '1.0.0' },
+    {
+      versionNegotiation: {
+        mode: protocol === 'auto' ? 'auto' : protocol === 'legacy' ? 'legacy' : { pin: protocol },
+      },
+    },
+  );
   try {
     await client.connect(options.wrap ? options.wrap(transport) : transport, {
       timeout: options.timeoutMs ?? 10_000,

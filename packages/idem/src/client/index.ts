@@ -29,6 +29,7 @@ export {
   type HttpTarget,
   type StdioTarget,
   type ConnectTargetOptions,
+  type ProtocolChoice,
   type McpClient,
   type McpTransport,
 } from './connect-target.js';

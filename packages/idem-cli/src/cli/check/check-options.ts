@@ -69,6 +69,8 @@ Options:
   --token T            bearer token (HTTP) or the value of --token-env (stdio)
   --token2 T           a second principal's token: adds the cross-principal row
   --token-env NAME     environment variable that carries a token to a stdio server (default IDEM_TOKEN)
+  --protocol P         the MCP revision to speak: auto (default: 2026-07-28 when the server offers
+                       it, else the 2025 handshake), legacy (the 2025 handshake), or 2026-07-28
   --concurrency N      concurrent duplicates per round (default 5)
   --rounds R           rounds of concurrent duplicates (default ${DEFAULT_ROUNDS}: a server that loses
                        the race in a share p of rounds passes all R with probability (1-p)^R)
@@ -98,6 +100,7 @@ export function parseCheckOptions(argv: string[]): CheckOptions | undefined {
       token: { type: 'string' },
       token2: { type: 'string' },
       'token-env': { type: 'string', default: 'IDEM_TOKEN' },
+      protocol: { type: 'string', default: 'auto' },
       concurrency: { type: 'string', default: '5' },
       rounds: { type: 'string', default: String(DEFAULT_ROUNDS) },
       timeout: { type: 'string', default: '10s' },
@@ -123,11 +126,19 @@ export function parseCheckOptions(argv: string[]): CheckOptions | undefined {
     if (value === '') throw new CliError(`${name} must not be empty`, 2);
     return value;
   };
+  if (!/^(auto|legacy|\d{4}-\d{2}-\d{2})$/.test(values.protocol)) {
+    throw new CliError(
+      `--protocol takes auto, legacy or a revision (2026-07-28), got ${JSON.stringify(values.protocol)}`,
+      2,
+    );
+  }
   return {
-    target:
-      values.url !== undefined
+    target: {
+      ...(values.url !== undefined
         ? { url: values.url }
-        : { command: command as string, args: commandArgs, tokenEnv: values['token-env'] },
+        : { command: command as string, args: commandArgs, tokenEnv: values['token-env'] }),
+      protocol: values.protocol,
+    },
     token: values.token,
     token2: values.token2,
     tools: values.tool.map((name) => nonEmpty('--tool', name) as string),
