@@ -36,6 +36,7 @@ const PEER_OF: Record<string, string> = {
   './client': '@modelcontextprotocol/client',
   './kysely': 'kysely',
   './drizzle': 'drizzle-orm',
+  './ai-sdk': 'ai',
 };
 
 interface Run {
