@@ -136,6 +136,12 @@ export default tseslint.config(
     },
   },
   {
+    files: ['packages/idem/src/frameworks/openai-agents/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [sdkV1, driver, ...frameworksBut('openai-agents')] }],
+    },
+  },
+  {
     files: ['packages/idem/src/frameworks/ai-sdk/**'],
     rules: { 'no-restricted-imports': ['error', { patterns: [sdkV1, driver, ...frameworksBut('ai-sdk')] }] },
   },

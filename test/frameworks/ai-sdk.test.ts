@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { createMCPClient } from '@ai-sdk/mcp';
-import { generateText, stepCountIs } from 'ai';
+import { generateText, stepCountIs, type ToolSet } from 'ai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { idemMcpTools } from 'idem/ai-sdk';
 import { IntentJournal } from 'idem/client';
@@ -141,7 +141,12 @@ describe('the AI SDK in process', () => {
         [toolCall('call-2', 'create_note', { workspace: 'default', body, idempotency_key: 'model-key-2' })],
         [{ type: 'text', text: 'done' }],
       ]);
-      const result = await generateText({ model, tools, prompt: 'write it', stopWhen: stepCountIs(3) });
+      const result = await generateText({
+        model,
+        tools: tools as ToolSet,
+        prompt: 'write it',
+        stopWhen: stepCountIs(3),
+      });
       expect(result.steps[0]?.content.some((part) => part.type === 'tool-error')).toBe(true);
       expect(noteIdsInDb(dbPath, body)).toHaveLength(2);
       expect(proxy.callsOf('create_note').map((send) => send.fate)).toEqual(['dropped', 'passed']);

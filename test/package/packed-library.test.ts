@@ -37,6 +37,7 @@ const PEER_OF: Record<string, string> = {
   './kysely': 'kysely',
   './drizzle': 'drizzle-orm',
   './ai-sdk': 'ai',
+  './openai-agents': '@openai/agents',
 };
 
 interface Run {
