@@ -59,6 +59,8 @@ if (unfinished !== undefined) {
     prompt: `Write a note: ${body}`,
     stopWhen: stepCountIs(2),
   });
+  const error = result.steps[0]?.content.find((part) => part.type === 'tool-error');
+  if (error !== undefined) throw error.error; // not an answer (e.g. the journal could not be written)
   output = result.steps[0]?.toolResults[0]?.output;
 }
 await mcp.close();
