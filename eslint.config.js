@@ -41,6 +41,20 @@ const sdkV2 = {
   message: 'src/mcp/v1 registers on SDK 1.x; it shares only the SDK-independent core with idem/mcp.',
 };
 
+/** Each agent framework's packages, by the folder of src/frameworks that alone may import them. */
+const FRAMEWORKS = {
+  'ai-sdk': ['ai', 'ai/*', '@ai-sdk/*'],
+  'openai-agents': ['@openai/agents', '@openai/agents-*', '@openai/agents/*'],
+  langchain: ['@langchain/*', 'langchain', 'langchain/*'],
+  mastra: ['@mastra/*'],
+};
+/** The import patterns every folder of src/frameworks but `own` must not use. */
+function frameworksBut(own) {
+  return Object.entries(FRAMEWORKS)
+    .filter(([name]) => name !== own)
+    .map(([name, group]) => ({ group, message: `Only src/frameworks/${name} imports this framework.` }));
+}
+
 export default tseslint.config(
   {
     ignores: [
@@ -112,6 +126,24 @@ export default tseslint.config(
       'packages/idem-cli/src/cli/**',
     ],
     rules: { 'no-restricted-imports': ['error', { patterns: [sdkV1] }] },
+  },
+  {
+    // The agent-framework adapters (idem/ai-sdk, …): the SDK v2 client (through src/client), no
+    // driver, and each adapter only its own framework; the part they share imports none.
+    files: ['packages/idem/src/frameworks/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [sdkV1, driver, ...frameworksBut('none')] }],
+    },
+  },
+  {
+    files: ['packages/idem/src/frameworks/openai-agents/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [sdkV1, driver, ...frameworksBut('openai-agents')] }],
+    },
+  },
+  {
+    files: ['packages/idem/src/frameworks/ai-sdk/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [sdkV1, driver, ...frameworksBut('ai-sdk')] }] },
   },
   {
     files: ['packages/idem/src/mcp/v1/**'],

@@ -36,6 +36,8 @@ const PEER_OF: Record<string, string> = {
   './client': '@modelcontextprotocol/client',
   './kysely': 'kysely',
   './drizzle': 'drizzle-orm',
+  './ai-sdk': 'ai',
+  './openai-agents': '@openai/agents',
 };
 
 interface Run {
