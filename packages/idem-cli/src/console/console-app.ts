@@ -13,6 +13,7 @@ import { countsByState, oldestFirst, operationsPage, type ListFilters } from './
 import { verifyOperatorToken, type ConsoleCredentials } from './console-credentials.js';
 import { ConsoleSessions, sameToken, type ConsoleSession } from './console-sessions.js';
 import { CONSOLE_CSS } from './console-style.js';
+import { resultFieldsHint } from './result-fields-hint.js';
 import { html, type SafeHtml } from './html.js';
 import { layout, type Notice, type PageContext } from './page-layout.js';
 import { deadLettersBody, listBody, loginBody, operationBody, overviewBody } from './console-pages.js';
@@ -221,12 +222,15 @@ export function consoleApp(options: ConsoleOptions): ConsoleHandler {
       string,
       unknown
     >;
+    const { operation, version } = record.identity;
+    const declaration = (await store.tools.get(operation, version)) ?? null;
     const data = {
       record,
       view,
       attempts,
       providerKey: providerKeyFor(record.operationId),
       now: clock.now(),
+      resultFields: resultFieldsHint(`${operation} v${version}`, declaration),
     };
     return page(r, ctx, status, `Operation ${id}`, operationBody(ctx, data), notice);
   }
@@ -373,7 +377,7 @@ function resultFields(text: string | undefined): JsonObject | undefined {
   } catch {
     throw new OperatorActionError(
       'usage',
-      'Result fields must be a JSON object, e.g. {"deployment_id":"dep_1"}',
+      "Result fields must be a JSON object of the tool's own fields (see the example in the box)",
       {
         field: 'fields',
       },
