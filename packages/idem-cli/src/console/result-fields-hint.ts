@@ -64,7 +64,10 @@ function exampleOf(field: JsonValue | undefined): JsonValue {
   switch (type) {
     case 'integer':
     case 'number':
-      return typeof schema.minimum === 'number' ? schema.minimum : 0;
+      // 0, or the nearest bound when 0 is out of range.
+      if (typeof schema.minimum === 'number' && schema.minimum > 0) return schema.minimum;
+      if (typeof schema.maximum === 'number' && schema.maximum < 0) return schema.maximum;
+      return 0;
     case 'boolean':
       return false;
     case 'array':
