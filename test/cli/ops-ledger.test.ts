@@ -182,7 +182,7 @@ describe('idem ops resolve --correct', () => {
     } finally {
       await t.close();
     }
-  });
+  }, 90_000); // six CLI processes one after another: seconds each on a loaded two-core machine
 });
 
 describe('idem ops dead-letters and requeue', () => {

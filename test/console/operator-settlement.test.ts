@@ -289,7 +289,7 @@ describe("settling a user's own durable tool", () => {
       await ops.close();
       await server.store.close();
     }
-  });
+  }, 90_000); // two CLI processes: seconds each on a loaded two-core machine
 
   it("the console's Result fields example is create_payment's own, and its form refuses other fields", async () => {
     const path = join(dir, 'console.sqlite');
@@ -372,5 +372,5 @@ describe("settling a user's own durable tool", () => {
         await server.store.close();
       }
     }
-  });
+  }, 120_000); // 80 operations on 8 databases, each retried twice
 });
