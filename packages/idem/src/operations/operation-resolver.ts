@@ -85,7 +85,8 @@ export function givenFieldsProblem(
     if (IDEM_RESULT_NAMES.has(name))
       return `result field ${JSON.stringify(name)} is set by Idem itself (${[...IDEM_RESULT_NAMES].join(', ')}); give business fields only`;
   }
-  if (declaration !== undefined && declaration !== null) return declaredProblem(tool, given, declaration);
+  if (declaration?.resultSchema) return declaredProblem(tool, given, declaration.resultSchema);
+  // A tool that declares no result fields: its handler's derived fields are the declaration.
   const derived = handlerFields(operation, handlers, resolution.resourceId);
   if (derived !== undefined) return derivedProblem(tool, given, derived);
   if (declaration === null)
@@ -94,9 +95,7 @@ export function givenFieldsProblem(
 }
 
 /** The stored declaration's verdict on `given`: each field declared, each value fitting its schema. */
-function declaredProblem(tool: string, given: JsonObject, declaration: ToolDeclaration): string | undefined {
-  const schema = declaration.resultSchema;
-  if (schema === null) return undefined;
+function declaredProblem(tool: string, given: JsonObject, schema: JsonObject): string | undefined {
   const properties = propertiesOf(schema);
   const names = Object.keys(properties);
   for (const [name, value] of Object.entries(given)) {
