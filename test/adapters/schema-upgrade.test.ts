@@ -235,6 +235,41 @@ for (const engine of engines) {
         outboxRetentionMs: DAY,
       });
       expect(swept.outboxDeleted).toBe(1);
+
+      // Schema 8: the tool catalog and the console's sessions. An operation from before the
+      // upgrade has no stored declaration: result fields are refused, nothing is written.
+      const noFields = resolveOperation(store, {}, OPERATION_ID, {
+        to: 'succeeded',
+        correct: true,
+        by: 'oncall',
+        now,
+        resourceId: 'dep_other',
+        reason: 'x',
+        fields: { service: 'web' },
+        expiresAt: now + DAY,
+      });
+      await expect(noFields).rejects.toMatchObject({
+        code: 'invalid_argument',
+        message: expect.stringContaining('are not known to this database'),
+      });
+      expect((await store.ledger.get(OPERATION_ID))?.resourceId).toBe('dep_found');
+      await store.tools.declare({
+        operation: 'start_deployment',
+        version: 1,
+        resultSchema: null,
+        declaredAt: now,
+      });
+      expect(await store.tools.get('start_deployment', 1)).toMatchObject({ resultSchema: null });
+      const session = {
+        id: 'digest',
+        principal: 'olivia',
+        csrf: 'c',
+        credential: 'jwt',
+        createdAt: now,
+        expiresAt: now + DAY,
+      };
+      await store.sessions.put(session);
+      expect(await store.sessions.get('digest', now)).toEqual(session);
     });
 
     it('migrates to primary keys in key order, one index fewer, and keeps finding every version of a key', async () => {

@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { toolDeclaration } from '../../packages/idem/src/mcp/tool-declaration.js';
 import { systemClock } from '../../packages/idem/src/core/clock.js';
 import type { OperationRecord } from '../../packages/idem/src/core/operation-record.js';
 import { runCli } from '../helpers/durable-fixtures.js';
@@ -153,12 +155,24 @@ describe('idem ops resolve --correct', () => {
     expect(show.code).toBe(0);
     expect(JSON.parse(show.stdout)).toMatchObject({ audit: shown.audit, result: shown.result });
 
+    // A success a person settled can be corrected by a person, with the result it replaces audited.
     const twice = await runCli([
       ...['ops', 'resolve', id, '--correct', '--succeeded', '--resource-id', 'dep_y', '--reason', 'again'],
-      ...['--db', dbPath],
+      ...['--by', 'bob', '--db', dbPath],
     ]);
-    expect(twice.code).toBe(1);
-    expect(twice.stderr).toContain('is succeeded; only a failed or cancelled operation can be corrected');
+    expect(twice.code, twice.stderr).toBe(0);
+    const again = JSON.parse(twice.stdout) as { result: unknown; audit: unknown[] };
+    expect(again.result).toMatchObject({ status: 'succeeded', resource_id: 'dep_y', deployment_id: 'dep_y' });
+    expect(again.audit[1]).toMatchObject({
+      action: 'correct',
+      by: 'bob',
+      from: 'succeeded',
+      to: 'succeeded',
+      reason: 'again',
+      resource_id: 'dep_y',
+      previous_result: shown.result,
+    });
+    shown.result = again.result;
 
     const t = openTestStore({ path: dbPath });
     try {
@@ -168,7 +182,7 @@ describe('idem ops resolve --correct', () => {
     } finally {
       await t.close();
     }
-  });
+  }, 90_000); // six CLI processes one after another: seconds each on a loaded two-core machine
 });
 
 describe('idem ops dead-letters and requeue', () => {
@@ -321,6 +335,11 @@ describe('--outbox-max-attempts', () => {
 /** The payment tool of a user's own server: the CLI knows no handler for it. */
 const createPayment = { name: 'create_payment', version: 1 } as const;
 const PAYMENT_ARGS = { amount_cents: 500, currency: 'eur' };
+const PAYMENT_RESULT = z.object({
+  payment_id: z.string(),
+  amount_cents: z.number().int(),
+  currency: z.string().optional(),
+});
 
 /**
  * A durable operation in `t` carried by a worker to `to`: `succeeded` with `fields` (what its
@@ -398,6 +417,8 @@ for (const backend of BACKENDS) {
     it("settles a user's own tool with the business fields of an automatic success; replays return them", async () => {
       const { t, db } = await backend.open('own-tool');
       try {
+        // What create_payment's server stores when it registers the tool (durableTool does).
+        await t.store.tools.declare(toolDeclaration('create_payment', 1, PAYMENT_RESULT, systemClock.now()));
         const automatic = await settledBy(t, 'pay-auto', 'succeeded');
         const op = await settledBy(t, 'pay-1', 'outcome_unknown');
         const resolved = await runCli([

@@ -165,3 +165,63 @@ describe('resolveOperation: result fields the operator gives', () => {
     });
   });
 });
+
+describe("resolveOperation(store, ...): the tool's stored declaration decides", () => {
+  it('refuses undeclared and ill-fitting fields, or any field when none is stored; writes nothing', async () => {
+    const h = await harness('none', new FakeClock());
+    const op = await h.accept(args);
+    h.provider.faults.arm({ kind: 'drop_response', route: 'create' });
+    await h.worker().runOnce();
+    const unknown = await h.get(op.operationId);
+    expect(unknown.status).toBe('outcome_unknown');
+    const now = h.clock.now();
+    const base = { to: 'succeeded', by: 'oncall', now, resourceId: 'dep_x', expiresAt: now + DAY } as const;
+    const refused = (fields: JsonObject, message: string) =>
+      expect(resolveOperation(h.store, {}, op.operationId, { ...base, fields })).rejects.toMatchObject({
+        code: 'invalid_argument',
+        message: expect.stringContaining(message),
+      });
+
+    // Nothing stored for this tool version: result fields are refused, whatever they are.
+    await refused({ deployment_id: 'dep_x' }, 'are not known to this database');
+    await h.store.tools.declare({
+      operation: OPERATION,
+      version: 1,
+      resultSchema: {
+        type: 'object',
+        properties: {
+          deployment_id: { type: 'string' },
+          replicas: { type: 'integer', minimum: 1 },
+          region: { type: 'string', enum: ['eu', 'us'] },
+          url: { anyOf: [{ type: 'string', pattern: '^https://' }, { type: 'null' }] },
+        },
+        required: ['deployment_id'],
+      },
+      declaredAt: now,
+    });
+    await refused(
+      { payment_id: 'p' },
+      `${OPERATION} results have no field "payment_id"; its fields are deployment_id, replicas, region, url`,
+    );
+    await refused({ replicas: '3' }, 'result field "replicas" of');
+    await refused({ replicas: 2.5 }, 'expected integer, got number');
+    await refused({ replicas: 0 }, 'expected at least 1');
+    await refused({ region: 'asia' }, 'expected one of "eu", "us"');
+    await refused({ url: 'http://x' }, 'fits none of its 2 allowed forms');
+    expect(await h.get(op.operationId)).toEqual(unknown);
+
+    const resolved = await resolveOperation(h.store, {}, op.operationId, {
+      ...base,
+      fields: { deployment_id: 'dep_x', replicas: 3, region: 'eu', url: null },
+    });
+    expect(resolved?.result).toEqual({
+      status: 'succeeded',
+      operation_id: op.operationId,
+      resource_id: 'dep_x',
+      deployment_id: 'dep_x',
+      replicas: 3,
+      region: 'eu',
+      url: null,
+    });
+  });
+});

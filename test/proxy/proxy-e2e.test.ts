@@ -21,6 +21,7 @@ import {
 } from '../helpers/mcp-fixtures.js';
 import { adminPool, dropSchema, freshSchema } from '../helpers/multi-fixtures.js';
 import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
+import { runCli } from '../helpers/durable-fixtures.js';
 
 // `idem proxy` in front of real MCP servers (the published server-memory and server-filesystem over
 // stdio, and a small test upstream over stdio and Streamable HTTP that records every call it
@@ -360,7 +361,8 @@ describe.each(BACKENDS)('idem proxy on $name', (backend) => {
     const dir = makeTempDir('idem-proxy-');
     const log = join(dir, 'calls.jsonl');
     const pidFile = join(dir, 'upstream.pid');
-    const proxy = await startProxy([...backend.db(dir), '--', 'node', UPSTREAM], {
+    const db = backend.db(dir);
+    const proxy = await startProxy([...db, '--', 'node', UPSTREAM], {
       UPSTREAM_LOG: log,
       UPSTREAM_PID_FILE: pidFile,
     });
@@ -383,7 +385,24 @@ describe.each(BACKENDS)('idem proxy on $name', (backend) => {
     const fresh = await call(client, 'record_call', { idempotency_key: 'k-2', label: 'fresh' });
     expect(fresh.isError).not.toBe(true);
     expect(received(log, 'slow')).toBe(1);
-  });
+
+    // `idem ops resolve`, another process, takes the upstream's answer the proxy stored as the
+    // tool's result field (its declaration), and refuses a field the proxied tool does not have.
+    const other = await runCli([
+      ...['ops', 'resolve', sc.operation_id, '--succeeded', '--resource-id', 'r-1'],
+      ...['--result-json', '{"deployment_id":"dep_1"}', ...db],
+    ]);
+    expect(other.code, other.stderr).toBe(2);
+    expect(other.stderr).toContain('record_call results have no field "deployment_id"');
+    const settled = await runCli([
+      ...['ops', 'resolve', sc.operation_id, '--succeeded', '--resource-id', 'r-1', '--result-json'],
+      ...['{"upstream_result":{"content":[{"type":"text","text":"recorded slow"}]}}', ...db],
+    ]);
+    expect(settled.code, settled.stderr).toBe(0);
+    const settledRetry = await call(client, 'record_call', args);
+    expect(settledRetry.isError).not.toBe(true);
+    expect((settledRetry.content[0] as { text: string }).text).toBe('recorded slow');
+  }, 90_000); // then two CLI processes: seconds each on a loaded two-core machine
 
   it('a proxy killed mid-call: the call ends outcome_unknown once its lease expires, never forwarded again', async () => {
     const dir = makeTempDir('idem-proxy-');

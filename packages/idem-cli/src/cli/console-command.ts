@@ -5,7 +5,7 @@ import { DEFAULT_RETENTION_MS, jsonLogger } from 'idem';
 import { jwtVerifier } from 'idem/mcp';
 import { consoleApp } from '../console/console-app.js';
 import { hostOriginPolicy } from '../server/host-origin-policy.js';
-import { isLoopback } from '../server/http-server.js';
+import { resolvesToLoopback } from '../server/loopback-address.js';
 import { TokenRegistry } from '../server/token-registry.js';
 import { CliError } from './cli-error.js';
 import { DATABASE_HELP, DATABASE_OPTIONS, databaseSpec, openStore } from './database-options.js';
@@ -80,7 +80,8 @@ export async function consoleCommand(argv: string[], out: (text: string) => void
   const jwksUrl = values['jwt-jwks-url'];
   if ((issuer === undefined) !== (jwksUrl === undefined))
     throw new CliError('--jwt-issuer and --jwt-jwks-url go together', 2);
-  const loopback = isLoopback(values.host);
+  // On the addresses the name resolves to: `127.0.0.1.example.com` is not loopback.
+  const loopback = await resolvesToLoopback(values.host);
   if (values.tokens === undefined && issuer === undefined && !loopback)
     throw new CliError(
       `the console on ${values.host} needs operator credentials: --tokens FILE (entries with "role": "operator") or --jwt-issuer; without them it listens on loopback only`,

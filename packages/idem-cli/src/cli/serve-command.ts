@@ -15,7 +15,8 @@ import { startBackgroundWork } from '../server/background-work.js';
 import { armTestFaults } from './test-faults.js';
 import { WORK_OPTIONS, workHelp, workSettings } from './work-options.js';
 import { HTTP_HELP, HTTP_OPTIONS, httpSettings } from './http-options.js';
-import { isLoopback, startHttpServer } from '../server/http-server.js';
+import { startHttpServer } from '../server/http-server.js';
+import { resolvesToLoopback } from '../server/loopback-address.js';
 import { consoleApp } from '../console/console-app.js';
 import { ReferenceApp } from '../server/reference-app.js';
 import { PostgresReferenceApp } from '../server/postgres-reference-app.js';
@@ -237,6 +238,7 @@ export async function serveCommand(argv: string[], out: (text: string) => void):
     close = await serveStdio(app, stdioGrant(registry, devGrant));
     logger.info('idem.serving', { transport: 'stdio', db: database.label });
   } else {
+    const loopbackHost = await resolvesToLoopback(values.host);
     const running = await startHttpServer(app, {
       host: values.host,
       port,
@@ -259,7 +261,7 @@ export async function serveCommand(argv: string[], out: (text: string) => void):
                     ...(verifier === undefined ? {} : { jwt: verifier }),
                   },
                   ...(devGrant === undefined ? {} : { devPrincipal: process.env.USER || 'operator' }),
-                  secureCookies: !isLoopback(values.host),
+                  secureCookies: !loopbackHost,
                   retentionMs,
                   logger,
                   clock: app.clock,

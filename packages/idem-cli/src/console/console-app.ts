@@ -10,9 +10,10 @@ import {
 } from '../ops/operator-actions.js';
 import { OperatorActionError } from '../ops/operator-error.js';
 import { countsByState, oldestFirst, operationsPage, type ListFilters } from './console-data.js';
-import { verifyOperatorToken, type ConsoleCredentials } from './console-credentials.js';
+import { credentialStillValid, verifyOperatorToken, type ConsoleCredentials } from './console-credentials.js';
 import { ConsoleSessions, sameToken, type ConsoleSession } from './console-sessions.js';
 import { CONSOLE_CSS } from './console-style.js';
+import { resultFieldsHint } from './result-fields-hint.js';
 import { html, type SafeHtml } from './html.js';
 import { layout, type Notice, type PageContext } from './page-layout.js';
 import { deadLettersBody, listBody, loginBody, operationBody, overviewBody } from './console-pages.js';
@@ -59,9 +60,11 @@ interface Request {
  */
 export function consoleApp(options: ConsoleOptions): ConsoleHandler {
   const clock = options.clock ?? systemClock;
-  const sessions = new ConsoleSessions();
   const prefix = options.prefix.replace(/\/+$/, '');
   const devMode = options.devPrincipal !== undefined;
+  const sessions = new ConsoleSessions(options.store, (credential) =>
+    credentialStillValid(credential, options.credentials, devMode),
+  );
   const { store, logger } = options;
 
   const send = (res: ServerResponse, status: number, body: string, type = 'text/html; charset=utf-8') => {
@@ -95,7 +98,7 @@ export function consoleApp(options: ConsoleOptions): ConsoleHandler {
   const cookieFor = (value: string, maxAgeSec: number) =>
     `${COOKIE}=${value}; Path=${prefix}/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSec}${options.secureCookies ? '; Secure' : ''}`;
 
-  function sessionOf(req: IncomingMessage): ConsoleSession | undefined {
+  function sessionOf(req: IncomingMessage): Promise<ConsoleSession | undefined> {
     const header = req.headers.cookie ?? '';
     const id = header
       .split(';')
@@ -118,12 +121,12 @@ export function consoleApp(options: ConsoleOptions): ConsoleHandler {
     const r: Request = { req, res, path, query: url.searchParams };
     if (path === '/style.css' && req.method === 'GET')
       return send(res, 200, CONSOLE_CSS, 'text/css; charset=utf-8');
-    let session = sessionOf(req);
+    let session = await sessionOf(req);
     if (path === '/login') return login(r, session);
     if (session === undefined && devMode) {
       // Dev mode still binds forms to a session (CSRF), made on the first page.
       if (req.method !== 'GET') return refuseUnauthenticated(r);
-      session = sessions.create(options.devPrincipal as string, clock.now(), () => true);
+      session = await sessions.create(options.devPrincipal as string, clock.now(), 'dev');
       res.setHeader('Set-Cookie', cookieFor(session.id, 8 * 3600));
     }
     if (session === undefined) return refuseUnauthenticated(r);
@@ -166,10 +169,10 @@ export function consoleApp(options: ConsoleOptions): ConsoleHandler {
       logger.warn('console.sign_in_refused', { reason: verdict.reason });
       return page(r, ctx, 401, 'Sign in', loginBody(ctx), { kind: 'error', text: verdict.message });
     }
-    const session = sessions.create(
+    const session = await sessions.create(
       verdict.identity.principal,
       clock.now(),
-      verdict.identity.stillValid,
+      verdict.identity.credential,
       verdict.identity.notAfter,
     );
     logger.info('console.signed_in', { principal: session.principal });
@@ -221,19 +224,22 @@ export function consoleApp(options: ConsoleOptions): ConsoleHandler {
       string,
       unknown
     >;
+    const { operation, version } = record.identity;
+    const declaration = (await store.tools.get(operation, version)) ?? null;
     const data = {
       record,
       view,
       attempts,
       providerKey: providerKeyFor(record.operationId),
       now: clock.now(),
+      resultFields: resultFieldsHint(`${operation} v${version}`, declaration),
     };
     return page(r, ctx, status, `Operation ${id}`, operationBody(ctx, data), notice);
   }
 
   async function post(r: Request, ctx: PageContext, session: ConsoleSession, form: URLSearchParams) {
     if (r.path === '/logout') {
-      sessions.delete(session.id);
+      await sessions.delete(session.id);
       return redirect(r.res, `${prefix}/login`, cookieFor('', 0));
     }
     const by = session.principal;
@@ -373,7 +379,7 @@ function resultFields(text: string | undefined): JsonObject | undefined {
   } catch {
     throw new OperatorActionError(
       'usage',
-      'Result fields must be a JSON object, e.g. {"deployment_id":"dep_1"}',
+      "Result fields must be a JSON object of the tool's own fields (see the example in the box)",
       {
         field: 'fields',
       },

@@ -1,5 +1,5 @@
 import type { OAuthTokenVerifier } from '@modelcontextprotocol/server';
-import { isOperatorGrant, type TokenRegistry } from '../server/token-registry.js';
+import { isOperatorGrant, tokenDigest, type TokenRegistry } from '../server/token-registry.js';
 
 /** The JWT scope that makes an access token an operator's credential. */
 export const OPERATOR_SCOPE = 'idem:operator';
@@ -15,6 +15,11 @@ export interface ConsoleCredentials {
 /** Who a credential signs in as, until when, and how to tell that it was revoked. */
 export interface OperatorIdentity {
   readonly principal: string;
+  /**
+   * What a session keeps of the credential, for a revocation check in any instance
+   * (credentialStillValid): `token:` and the token's digest, or `jwt`; never the token.
+   */
+  readonly credential: string;
   /** Epoch ms, for a JWT: its expiry. */
   readonly notAfter?: number;
   readonly stillValid: () => boolean;
@@ -49,6 +54,7 @@ export async function verifyOperatorToken(
       ok: true,
       identity: {
         principal: grant.principal,
+        credential: `token:${tokenDigest(trimmed)}`,
         stillValid: () => {
           const now = registry.grantFor(trimmed);
           return now !== undefined && isOperatorGrant(now);
@@ -70,6 +76,7 @@ export async function verifyOperatorToken(
         ok: true,
         identity: {
           principal: typeof principal === 'string' && principal !== '' ? principal : info.clientId,
+          credential: 'jwt',
           ...(info.expiresAt === undefined ? {} : { notAfter: info.expiresAt * 1000 }),
           stillValid: () => true,
         },
@@ -79,4 +86,24 @@ export async function verifyOperatorToken(
     }
   }
   return { ok: false, reason: 'unknown_token', message: 'this token is not valid' };
+}
+
+/**
+ * Whether a stored session's credential (OperatorIdentity.credential, or `dev`) still opens the
+ * console of this instance: a token that its tokens file still lists as an operator's, a JWT while
+ * JWTs are accepted (its expiry bounds the session), `dev` only in dev mode.
+ */
+export function credentialStillValid(
+  credential: string,
+  credentials: ConsoleCredentials,
+  devMode: boolean,
+): boolean {
+  if (credential === 'dev') return devMode;
+  if (devMode) return false;
+  if (credential === 'jwt') return credentials.jwt !== undefined;
+  if (credential.startsWith('token:')) {
+    const grant = credentials.registry?.grantForDigest(credential.slice('token:'.length));
+    return grant !== undefined && isOperatorGrant(grant);
+  }
+  return false;
 }

@@ -1,3 +1,4 @@
+import type { ResultFieldsHint } from './result-fields-hint.js';
 import type { OperationRecord, OutboxMessage } from 'idem/store';
 import type { AttemptRecord } from 'idem/store';
 import { OPERATION_STATES } from 'idem/operations';
@@ -194,6 +195,8 @@ export interface OperationData {
   readonly attempts: readonly AttemptRecord[];
   readonly providerKey: string;
   readonly now: number;
+  /** What the tool's server stored about its result fields: the boxes' example and rules. */
+  readonly resultFields: ResultFieldsHint;
 }
 
 function windowText(data: OperationData): string {
@@ -258,7 +261,7 @@ function timeline(data: OperationData): SafeHtml {
   </table>`;
 }
 
-function actions(ctx: PageContext, record: OperationRecord): SafeHtml {
+function actions(ctx: PageContext, record: OperationRecord, hint: ResultFieldsHint): SafeHtml {
   const action = `${ctx.prefix}/operations/${encodeURIComponent(record.operationId)}`;
   const forms: SafeHtml[] = [];
   if (record.status === 'outcome_unknown') {
@@ -269,11 +272,8 @@ function actions(ctx: PageContext, record: OperationRecord): SafeHtml {
           <label for="resolve-resource">Resource id</label
           ><input id="resolve-resource" name="resource_id" required />
           <label for="resolve-fields">Result fields (JSON object, optional)</label
-          ><textarea
-            id="resolve-fields"
-            name="result_json"
-            placeholder='{"deployment_id":"dep_1"}'
-          ></textarea>
+          ><textarea id="resolve-fields" name="result_json" placeholder="${hint.example}"></textarea>
+          <p class="muted result-fields-hint">${hint.text}</p>
           <label for="resolve-reason">Reason</label><input id="resolve-reason" name="reason" />
           <input type="hidden" name="to" value="succeeded" />
           <button type="submit">Resolve</button>
@@ -287,15 +287,17 @@ function actions(ctx: PageContext, record: OperationRecord): SafeHtml {
         </form>`,
     );
   }
-  if (record.status === 'failed' || record.status === 'cancelled') {
+  const personsSuccess = record.status === 'succeeded' && record.resolvedBy !== undefined;
+  if (record.status === 'failed' || record.status === 'cancelled' || personsSuccess) {
     forms.push(
       html`<form class="action" method="post" action="${action}/correct">
         ${csrfField(ctx)}
-        <h3>Correct to succeeded</h3>
+        <h3>${personsSuccess ? 'Correct this settled success' : 'Correct to succeeded'}</h3>
         <label for="correct-resource">Resource id</label
         ><input id="correct-resource" name="resource_id" required />
         <label for="correct-fields">Result fields (JSON object, optional)</label
-        ><textarea id="correct-fields" name="result_json"></textarea>
+        ><textarea id="correct-fields" name="result_json" placeholder="${hint.example}"></textarea>
+        <p class="muted result-fields-hint">${hint.text}</p>
         <label for="correct-reason">Reason</label><input id="correct-reason" name="reason" required />
         <button type="submit">Correct</button>
       </form>`,
@@ -358,7 +360,7 @@ export function operationBody(ctx: PageContext, data: OperationData): SafeHtml {
       </div>
       <div>
         <h2>Actions</h2>
-        ${actions(ctx, r)}
+        ${actions(ctx, r, data.resultFields)}
       </div>
     </div>`;
 }

@@ -28,6 +28,7 @@ export function changeView(change: OperatorChange) {
     ...(change.previousError === undefined
       ? {}
       : { previous_error: { code: change.previousError.code, message: change.previousError.message } }),
+    ...(change.previousResult === undefined ? {} : { previous_result: change.previousResult }),
   };
 }
 

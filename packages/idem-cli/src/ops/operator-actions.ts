@@ -24,7 +24,10 @@ export interface ResolveRequest {
   readonly operationId: string;
   /** What the operator established at the provider. */
   readonly to: 'succeeded' | 'failed';
-  /** Change a `failed` or `cancelled` operation to succeeded (never the other way). */
+  /**
+   * Change a `failed` or `cancelled` operation, or a success a person settled, to succeeded (never
+   * to failed).
+   */
   readonly correct?: boolean;
   /** Required for `succeeded`: the provider's id of the effect. */
   readonly resourceId?: string;
@@ -46,13 +49,13 @@ function blank(text: string | undefined): boolean {
 
 /**
  * Resolves an `outcome_unknown` operation (or, with `correct`, corrects a `failed` or `cancelled`
- * one to succeeded), recording who, when and why in its audit, through the library's
+ * one, or a success a person settled, to succeeded), recording who, when and why in its audit, through the library's
  * resolveOperation. Every rule is checked before anything is written; a refusal throws
  * OperatorActionError (`usage` for a wrong request, naming its field; `not_found`; `refused` for a
  * state that does not allow it). Answers the record as written.
  */
 export async function resolveOperationAsOperator(
-  store: Pick<IdemStore, 'ledger'>,
+  store: Pick<IdemStore, 'ledger' | 'tools'>,
   request: ResolveRequest,
 ): Promise<OperationRecord> {
   const succeeded = request.to === 'succeeded';
@@ -72,16 +75,17 @@ export async function resolveOperationAsOperator(
     const problem =
       current === undefined
         ? undefined
-        : givenFieldsProblem(current, REFERENCE_OPERATIONS, {
-            to: 'succeeded',
-            resourceId,
-            fields: request.fields,
-          });
+        : givenFieldsProblem(
+            current,
+            REFERENCE_OPERATIONS,
+            { to: 'succeeded', resourceId, fields: request.fields },
+            (await store.tools.get(current.identity.operation, current.identity.version)) ?? null,
+          );
     if (problem !== undefined) throw new OperatorActionError('usage', problem, { field: 'fields' });
   }
   let record: OperationRecord | undefined;
   try {
-    record = await resolveOperation(store.ledger, REFERENCE_OPERATIONS, request.operationId, {
+    record = await resolveOperation(store, REFERENCE_OPERATIONS, request.operationId, {
       to: request.to,
       by: request.by,
       now: request.now,
@@ -94,7 +98,10 @@ export async function resolveOperationAsOperator(
   } catch (error) {
     if (isIdemError(error) && error.code === 'invalid_argument') {
       const current = request.correct === true ? undefined : await store.ledger.get(request.operationId);
-      const correctable = current?.status === 'failed' || current?.status === 'cancelled';
+      const correctable =
+        current?.status === 'failed' ||
+        current?.status === 'cancelled' ||
+        (current?.status === 'succeeded' && current.resolvedBy !== undefined && succeeded);
       throw new OperatorActionError('refused', error.message, { correctable });
     }
     throw error;

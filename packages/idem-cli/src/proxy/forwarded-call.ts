@@ -78,9 +78,44 @@ export interface ForwarderOptions<App> {
  */
 export class Forwarder<App> {
   readonly #o: ForwarderOptions<App>;
+  /** Tool versions whose result declaration is stored (or being stored), by `name@version`. */
+  readonly #declared = new Map<string, Promise<boolean>>();
 
   constructor(options: ForwarderOptions<App>) {
     this.#o = options;
+  }
+
+  /**
+   * Stores what a keyed tool's results carry (`upstream_result`, the upstream's CallToolResult)
+   * before its first operation is accepted, so that `idem ops resolve --result-json` and the console
+   * accept an operator's `upstream_result` in any process (resolveOperation checks the store's
+   * declaration). Once per tool version; a failure is logged and tried again at the next call.
+   */
+  async #declare(tool: KeyedTool): Promise<void> {
+    const id = `${tool.operation}@${tool.version}`;
+    let done = this.#declared.get(id);
+    if (done === undefined) {
+      done = this.#o.executor.store.tools
+        .declare({
+          operation: tool.operation,
+          version: tool.version,
+          resultSchema: { type: 'object', properties: { [UPSTREAM_RESULT]: { type: 'object' } } },
+          declaredAt: this.#o.clock.now(),
+        })
+        .then(
+          () => true,
+          (error: unknown) => {
+            this.#o.logger.error('tool.declare_failed', {
+              tool: tool.operation,
+              version: tool.version,
+              code: (error as { code?: string }).code ?? 'internal',
+            });
+            return false;
+          },
+        );
+      this.#declared.set(id, done);
+    }
+    if (!(await done)) this.#declared.delete(id);
   }
 
   /** The retry policy of a keyed tool's operations (deadline and the worker's resends). */
@@ -106,6 +141,7 @@ export class Forwarder<App> {
     const { idempotency_key: key, ...args } = fields;
     if (context.principal === undefined)
       return idemError(new IdemError('forbidden', 'no authenticated principal'));
+    await this.#declare(tool);
     const outcome = await this.#o.executor.start(
       {
         name: tool.operation,

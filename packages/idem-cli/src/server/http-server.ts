@@ -11,6 +11,7 @@ import { isModernExchange, modernHandler, serveModernExchange } from './modern-e
 import { metadataReply, protectedResource, type ProtectedResource } from './protected-resource.js';
 import { discardBody, readBody } from './read-body.js';
 import type { McpApp } from './server-app.js';
+import { resolvesToLoopback } from './loopback-address.js';
 import type { Grant } from './token-registry.js';
 
 /** OAuth 2.1 resource-server mode: bearer JWTs from these authorization servers are accepted. */
@@ -66,12 +67,6 @@ export interface RunningHttpServer {
   close(): Promise<void>;
 }
 
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
-
-export function isLoopback(host: string): boolean {
-  return LOOPBACK.has(host) || host.startsWith('127.');
-}
-
 interface Context {
   readonly app: McpApp;
   readonly auth: AuthSettings;
@@ -95,7 +90,8 @@ interface Context {
  * are answered (inboundRefusal). In OAuth mode the protected-resource metadata is served too.
  */
 export async function startHttpServer(app: McpApp, options: HttpServerOptions): Promise<RunningHttpServer> {
-  if (options.devGrant !== undefined && !isLoopback(options.host)) {
+  // Decided on the addresses the name resolves to (`127.0.0.1.example.com` is not loopback).
+  if (options.devGrant !== undefined && !(await resolvesToLoopback(options.host))) {
     throw new Error(`dev mode (no --tokens) listens on loopback only; refusing host ${options.host}`);
   }
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { IdemError, silentLogger, type Logger } from 'idem';
 import { unstorableText } from 'idem/store';
@@ -45,6 +46,9 @@ export interface TokenRegistryOptions {
  */
 export class TokenRegistry {
   #byToken = new Map<string, Grant>();
+  /** `#byToken` by digest, made again whenever `#byToken` is replaced (a re-read). */
+  #byDigest = new Map<string, Grant>();
+  #digestsOf: Map<string, Grant> | undefined;
   readonly #path: string | undefined;
   readonly #fixedGrant: Grant | undefined;
   readonly #recheckMs: number;
@@ -109,6 +113,20 @@ export class TokenRegistry {
   }
 
   /**
+   * The grant of the token whose SHA-256 digest (base64url) is `digest` (tokenDigest), as
+   * `grantFor` answers it: so that a console session stored as a digest is revoked with its token.
+   */
+  grantForDigest(digest: string): Grant | undefined {
+    this.#maybeReload();
+    if (this.#failed) return undefined;
+    if (this.#digestsOf !== this.#byToken) {
+      this.#byDigest = new Map([...this.#byToken].map(([token, grant]) => [tokenDigest(token), grant]));
+      this.#digestsOf = this.#byToken;
+    }
+    return this.#byDigest.get(digest);
+  }
+
+  /**
    * Also checks the file every `recheckMs` without waiting for a lookup, so that a broken file is
    * reported (and a deleted one revokes) when it happens, not at the next request. Returns a stop.
    */
@@ -154,6 +172,11 @@ export class TokenRegistry {
     this.#failed = false;
     this.#logger.info('tokens.reloaded', { file: path, tokens: this.#byToken.size });
   }
+}
+
+/** A token's SHA-256 digest, base64url: what a console session keeps instead of the token. */
+export function tokenDigest(token: string): string {
+  return createHash('sha256').update(token).digest('base64url');
 }
 
 /** Changes whenever the file is rewritten, replaced (rename) or touched. */

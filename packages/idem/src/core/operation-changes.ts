@@ -113,23 +113,34 @@ export interface OperatorResolution {
   readonly expiresAt: number;
   /**
    * Correct a final `failed` or `cancelled` operation to `succeeded` (the effect was found to
-   * exist). Without it only an `outcome_unknown` operation can be settled.
+   * exist), or a success a person settled to another success (another resource id or other
+   * fields). Without it only an `outcome_unknown` operation can be settled.
    */
   readonly correct?: boolean;
 }
 
 /**
  * An operator's settlement of an outcome_unknown operation, or correction of a failed or cancelled
- * one to succeeded; either is appended to the record's audit (who, when, the state before, why).
+ * one (or of a success a person settled) to succeeded; either is appended to the record's audit (who, when, the state before, why).
  * Anything else throws `invalid_argument`, and the caller writes nothing.
  */
 export function resolutionChange(current: OperationRecord, resolution: OperatorResolution): RecordChange {
   const correct = resolution.correct === true;
   const refused = (why: string) =>
     new IdemError('invalid_argument', `operation ${current.operationId} is ${current.status}; ${why}`);
+  // A success a person settled can be corrected by a person (another resource id or other fields),
+  // so that an operator's mistake is never final; one the worker recorded rests on the provider's
+  // own answer and is not.
+  const personsSuccess =
+    correct &&
+    current.status === 'succeeded' &&
+    current.resolvedBy !== undefined &&
+    resolution.to === 'succeeded';
   if (correct) {
-    if (!canTransition(current.status, resolution.to, 'correction'))
-      throw refused('only a failed or cancelled operation can be corrected, and only to succeeded');
+    if (!personsSuccess && !canTransition(current.status, resolution.to, 'correction'))
+      throw refused(
+        'only a failed or cancelled operation, or a success a person settled, can be corrected, and only to succeeded',
+      );
     if (resolution.reason === undefined || resolution.reason.trim() === '')
       throw new IdemError('invalid_argument', 'a correction needs a reason');
   } else if (current.status !== 'outcome_unknown') {
@@ -139,7 +150,7 @@ export function resolutionChange(current: OperationRecord, resolution: OperatorR
         : '';
     throw refused(`only an outcome_unknown operation can be resolved${hint}`);
   }
-  assertTransition(current.status, resolution.to, correct ? 'correction' : 'operator');
+  if (!personsSuccess) assertTransition(current.status, resolution.to, correct ? 'correction' : 'operator');
   const succeeded = resolution.to === 'succeeded';
   const resourceId = resolution.resourceId ?? '';
   if (succeeded && resourceId === '')
@@ -153,6 +164,7 @@ export function resolutionChange(current: OperationRecord, resolution: OperatorR
     ...(resolution.reason === undefined ? {} : { reason: resolution.reason }),
     ...(succeeded ? { resourceId } : {}),
     ...(current.error === undefined ? {} : { previousError: current.error }),
+    ...(personsSuccess && current.result !== undefined ? { previousResult: current.result } : {}),
   };
   return {
     status: resolution.to,

@@ -78,6 +78,8 @@ export interface OperatorChange {
   readonly resourceId?: string;
   /** The stored error the change replaced, if any. */
   readonly previousError?: OperationError;
+  /** For the correction of a success a person settled: the result it replaced. */
+  readonly previousResult?: JsonObject;
 }
 
 /** One execution attempt of an operation. */

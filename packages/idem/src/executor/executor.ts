@@ -157,6 +157,11 @@ export class Executor<App> {
   readonly #waitMs: number;
   readonly #sameKey = new SameKeyCalls();
 
+  /** The clock this executor stamps its records with (the `clock` option, or the system's). */
+  get clock(): Clock {
+    return this.#clock;
+  }
+
   constructor(options: ExecutorOptions<App>) {
     this.store = options.store;
     this.faults = options.faults ?? new FaultPoints();

@@ -24,6 +24,7 @@ import { idempotencyInstructions } from './tool-description.js';
 import { errorContent, idemResultSchema, outcomeResult, toolResult } from './tool-result.js';
 import { exactOutputSchema, resultCheck, validateResultSchema } from './result-schema.js';
 import { ToolCallLog } from './tool-call-log.js';
+import { toolDeclaration, toolDeclarer } from './tool-declaration.js';
 import { validateArguments } from './validate-arguments.js';
 
 /** The `workspace` argument every Idem tool declares: 1 to 128 characters, held by the caller's credentials. */
@@ -155,7 +156,18 @@ export function durableTool<App, Input extends ToolInput>(
     ...(config.fingerprint === undefined ? {} : { fingerprint: config.fingerprint }),
     ...(config.policy === undefined ? {} : { policy: retryPolicy(config.policy) }),
   };
-  return mutatingTool(executor, config, (request) => executor.start(operation, request));
+  if (config.resultSchema !== undefined) validateResultSchema(config.name, config.resultSchema);
+  // Stored before the first operation is accepted: `idem ops resolve` and the console, in other
+  // processes, check an operator's result fields against it.
+  const declarer = toolDeclarer(
+    executor.store.tools,
+    () => toolDeclaration(config.name, config.version, config.resultSchema, executor.clock.now()),
+    executor.logger,
+  );
+  return mutatingTool(executor, config, async (request) => {
+    await declarer.ready();
+    return executor.start(operation, request);
+  });
 }
 
 function mutatingTool<App, Input extends ToolInput>(

@@ -16,7 +16,14 @@ export {
   type RecoveryMode,
   type UnknownOutcomeContext,
 } from './durable-handler.js';
-export { resolveOperation, givenFieldsProblem, type SuccessFieldsByOperation } from './operation-resolver.js';
+export {
+  resolveOperation,
+  givenFieldsProblem,
+  propertiesOf,
+  type KnownDeclaration,
+  type ResolvingStore,
+  type SuccessFieldsByOperation,
+} from './operation-resolver.js';
 export type { Resolution } from './ledger-transitions.js';
 export { requestOperatorCancel, type OperatorCancel, type OperatorCancelResult } from './operator-cancel.js';
 export type { OperatorResolution } from '../core/operation-changes.js';

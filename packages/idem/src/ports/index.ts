@@ -20,3 +20,5 @@ export type {
 export type { OutboxSettlement, OutboxStore } from './outbox-store.js';
 export type { Housekeeping, SweepOptions, SweepResult } from './housekeeping.js';
 export type { IdemStore, StoreCapabilities } from './idem-store.js';
+export type { ToolCatalog, ToolDeclaration } from './tool-catalog.js';
+export type { OperatorSession, OperatorSessions } from './operator-sessions.js';

@@ -23,6 +23,7 @@ import {
   type ReceiptTransaction,
   type ReceiptTransactionOptions,
 } from '../ports/receipt-store.js';
+import { memoryOperatorSessions, memoryToolCatalog } from './memory-catalog.js';
 import { memoryHousekeeping, memoryOutbox } from './memory-outbox.js';
 import { clean, identityKey, keyOf, MemoryState, type Guard } from './memory-state.js';
 import type { MemoryReader, MemoryTx } from './memory-tables.js';
@@ -69,6 +70,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     ledger: memoryLedger(state, guard),
     outbox: memoryOutbox(state, guard),
     housekeeping: memoryHousekeeping(state, guard),
+    tools: memoryToolCatalog(guard),
+    sessions: memoryOperatorSessions(guard),
     data: state.tables,
     close: async () => {
       closed = true;

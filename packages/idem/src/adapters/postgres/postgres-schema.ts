@@ -157,6 +157,27 @@ const MIGRATIONS: readonly string[] = [
   END
   $idem_find$
   `,
+  // 8: what each tool version declares about its results (checked when an operator settles one, in
+  // any process), and the operator console's sessions (shared by every instance, kept over a
+  // restart; the id is a digest of the cookie's value).
+  `
+  CREATE TABLE IF NOT EXISTS idem_tools (
+    operation          TEXT NOT NULL,
+    version            INTEGER NOT NULL,
+    result_schema_json TEXT,
+    declared_at        BIGINT NOT NULL,
+    PRIMARY KEY (operation, version)
+  );
+  CREATE TABLE IF NOT EXISTS idem_sessions (
+    id         TEXT PRIMARY KEY,
+    principal  TEXT NOT NULL,
+    csrf       TEXT NOT NULL,
+    credential TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS idem_sessions_expires_at ON idem_sessions (expires_at);
+  `,
 ];
 
 /** An arbitrary constant: the advisory lock that serializes migrations across instances. */

@@ -1,4 +1,5 @@
 import * as assert from 'node:assert/strict';
+import { catalogCases } from './catalog-cases.js';
 import { Harness, identity, LEASE_MS, type ContractCase, type StoreContractFactory } from './harness.js';
 import { housekeepingCases } from './housekeeping-cases.js';
 import { ledgerCases } from './ledger-cases.js';
@@ -11,7 +12,7 @@ export type { ContractCase, ContractStore, StoreContractFactory } from './harnes
 
 /**
  * The contract every store must keep, as plain cases: each opens a fresh store from `factory`,
- * drives it through the port API only (receipts, ledger, outbox, housekeeping) and throws an
+ * drives it through the port API only (receipts, ledger, outbox, housekeeping, tools, sessions) and throws an
  * `AssertionError` (node:assert) when the store breaks a MUST. Run them from any framework:
  * `for (const c of storeContract(factory)) test(c.name, c.run)`.
  */
@@ -24,6 +25,7 @@ export function storeContract<Tx>(factory: StoreContractFactory<Tx>): ContractCa
     ...transitionCases<Tx>(),
     ...outboxCases<Tx>(),
     ...housekeepingCases<Tx>(),
+    ...catalogCases<Tx>(),
   ];
   return cases.map(([name, run]) => ({
     name,
@@ -90,6 +92,19 @@ function abortCase<Tx>(): Case<Tx> {
         'outbox.requeue': () => h.store.outbox.requeue(1, h.now, { signal }),
         'housekeeping.sweep': () =>
           h.store.housekeeping.sweep({ now: h.now, tombstoneTtlMs: 1, batchSize: 1, signal }),
+        'tools.declare': () =>
+          h.store.tools.declare(
+            { operation: 'x', version: 1, resultSchema: null, declaredAt: h.now },
+            { signal },
+          ),
+        'tools.get': () => h.store.tools.get('x', 1, { signal }),
+        'sessions.put': () =>
+          h.store.sessions.put(
+            { id: 's', principal: 'p', csrf: 'c', credential: 'dev', createdAt: h.now, expiresAt: h.now + 1 },
+            { signal },
+          ),
+        'sessions.get': () => h.store.sessions.get('s', h.now, { signal }),
+        'sessions.delete': () => h.store.sessions.delete('s', { signal }),
       };
       for (const [name, call] of Object.entries(calls))
         await assert.rejects(call(), (error) => error === reason, `${name} rejects with signal.reason`);
