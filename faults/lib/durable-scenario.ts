@@ -1,0 +1,100 @@
+import { checkDeployments } from './checker.js';
+import { DeploymentRig, type DeploymentRigOptions } from './deployment-rig.js';
+import { runDeployments } from './deployment-workload.js';
+import { pause } from './mcp-call.js';
+import type { Scenario, ScenarioContext, ScenarioOutcome } from './scenario.js';
+
+/** The nemesis of a durable scenario: injects faults until `stopped()`, leaves everything healed, counts what it did. */
+export type DurableNemesis = (
+  rig: DeploymentRig,
+  context: ScenarioContext,
+  stopped: () => boolean,
+) => Promise<Record<string, number>>;
+
+export interface DurableScenarioSpec {
+  name: string;
+  description: string;
+  issueItem?: string;
+  /** Operations in the short and the long run. */
+  operations: { short: number; long: number };
+  /** Submissions are spread over this many milliseconds (the nemesis runs meanwhile). */
+  spreadMs: { short: number; long: number };
+  deadlineMs: number;
+  /** After the deadline, how long an operation may still take to be final before it is stuck. */
+  graceMs?: number;
+  /** The faults leave the provider reachable within every deadline: no accepted operation may end without its effect. */
+  promisesCompletion: boolean;
+  rig: (context: ScenarioContext) => Omit<DeploymentRigOptions, 'group' | 'dir' | 'deadlineMs'>;
+  nemesis: DurableNemesis;
+  /** Runs once the rig is up, before the workload and the nemesis start. */
+  beforeWorkload?: (rig: DeploymentRig, context: ScenarioContext) => Promise<void>;
+  /** Runs before the rig starts; answers a reason to skip on this machine. */
+  prepare?: (context: ScenarioContext) => Promise<string | undefined>;
+  /** Runs at the end, also after a failure (drops what prepare made). */
+  cleanup?: (context: ScenarioContext) => Promise<void>;
+}
+
+/** A scenario over start_deployment: rig, workload, nemesis, then the checker on the provider's records. */
+export function durableScenario(spec: DurableScenarioSpec): Scenario {
+  return {
+    name: spec.name,
+    description: spec.description,
+    ...(spec.issueItem === undefined ? {} : { issueItem: spec.issueItem }),
+    async run(context): Promise<ScenarioOutcome> {
+      const skip = await spec.prepare?.(context);
+      if (skip !== undefined)
+        return { operations: 0, faults: {}, counts: checkDeployments([], [], { promisesCompletion: false }).counts, finals: {}, findings: [], skipped: skip };
+      const rig = new DeploymentRig({
+        ...spec.rig(context),
+        group: context.group,
+        dir: context.dir,
+        deadlineMs: spec.deadlineMs,
+      });
+      try {
+        await rig.start();
+        await spec.beforeWorkload?.(rig, context);
+        const spreadMs = spec.spreadMs[context.scale];
+        const giveUpAt = Date.now() + spreadMs + spec.deadlineMs + (spec.graceMs ?? 8000);
+        let done = false;
+        const nemesis = spec.nemesis(rig, context, () => done);
+        const records = await runDeployments({
+          url: () => rig.mcpUrl,
+          count: spec.operations[context.scale],
+          rng: context.rng,
+          tag: context.tag,
+          spreadMs,
+          giveUpAt,
+        }).finally(() => {
+          done = true;
+        });
+        const faults = await nemesis;
+        for (const proxy of [rig.clientProxy, rig.providerProxy]) {
+          if (proxy === undefined) continue;
+          const side = proxy === rig.clientProxy ? 'client' : 'provider';
+          for (const [kind, n] of Object.entries(proxy.counts))
+            if (kind !== 'pass') faults[`${side}_${kind}`] = (faults[`${side}_${kind}`] ?? 0) + n;
+        }
+        // Nothing more may happen once everything is final: a late attempt would show here.
+        await pause(300);
+        const tally = checkDeployments(records, await rig.deployments(), {
+          promisesCompletion: spec.promisesCompletion,
+        });
+        return { operations: records.length, faults, ...tally };
+      } finally {
+        await rig.close();
+        await spec.cleanup?.(context);
+      }
+    },
+  };
+}
+
+/** Waits a random time in [min, max] ms, in slices, returning early once `stopped()`. */
+export async function nemesisPause(
+  context: ScenarioContext,
+  stopped: () => boolean,
+  min: number,
+  max: number,
+): Promise<void> {
+  const until = Date.now() + context.rng.int(min, max);
+  while (Date.now() < until && !stopped()) await pause(Math.min(50, until - Date.now()));
+}

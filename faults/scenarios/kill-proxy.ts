@@ -1,0 +1,43 @@
+import { nemesisPause } from '../lib/durable-scenario.js';
+import { ProxyRig } from '../lib/proxy-rig.js';
+import { checkKeyedCalls, runKeyedCalls } from '../lib/proxy-workload.js';
+import type { Scenario } from '../lib/scenario.js';
+
+/**
+ * kill -9 of `idem proxy` at random times (its upstream dies with it), started again on the same
+ * port and database; every key of record_call is retried through it. The upstream's own file counts.
+ */
+export const killProxy: Scenario = {
+  name: 'kill-proxy',
+  description: 'kill -9 of idem proxy at random times, restarted on the same port and database',
+  async run(context) {
+    const rig = new ProxyRig(context.group, context.dir);
+    await rig.start();
+    const spreadMs = context.scale === 'short' ? 2500 : 15_000;
+    let done = false;
+    const faults = { kill9_proxy: 0 };
+    const nemesis = (async () => {
+      await nemesisPause(context, () => done, 200, 700);
+      while (!done) {
+        await rig.proxy?.kill9();
+        faults.kill9_proxy += 1;
+        await nemesisPause(context, () => false, 50, 600);
+        await rig.start();
+        await nemesisPause(context, () => done, 400, 1500);
+      }
+    })();
+    const records = await runKeyedCalls({
+      url: () => rig.url,
+      tool: 'record_call',
+      count: context.scale === 'short' ? 12 : 80,
+      tag: context.tag,
+      rng: context.rng,
+      spreadMs,
+      giveUpAt: Date.now() + spreadMs + 20_000,
+    }).finally(() => {
+      done = true;
+    });
+    await nemesis;
+    return { operations: records.length, faults, ...checkKeyedCalls(records, rig.calls()) };
+  },
+};
