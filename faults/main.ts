@@ -19,7 +19,13 @@ const USAGE = `Usage: npm run faults -- [--scenario NAME]... [--seed N] [--short
   --report FILE    write the markdown report there (e.g. docs/faults.md)`;
 
 function parse(argv: string[]) {
-  const options = { scenarios: [] as string[], seed: undefined as number | undefined, scale: 'long' as Scale, rounds: 1, report: undefined as string | undefined };
+  const options = {
+    scenarios: [] as string[],
+    seed: undefined as number | undefined,
+    scale: 'long' as Scale,
+    rounds: 1,
+    report: undefined as string | undefined,
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = () => {
@@ -49,10 +55,16 @@ const results: ScenarioResult[] = [];
 for (let round = 0; round < options.rounds; round++) {
   for (const scenario of scenarios) {
     const seed = round === 0 ? firstSeed : seeds.int(1, 2 ** 31);
-    results.push(await runScenario(scenario, seed, options.scale, (line) => process.stdout.write(`${line}\n`)));
+    results.push(
+      await runScenario(scenario, seed, options.scale, (line) => process.stdout.write(`${line}\n`)),
+    );
   }
 }
-const report = renderReport(results, `npm run faults -- ${process.argv.slice(2).join(' ')}`.trim(), startedAt);
+const report = renderReport(
+  results,
+  `npm run faults -- ${process.argv.slice(2).join(' ')}`.trim(),
+  startedAt,
+);
 process.stdout.write(`\n${report}`);
 if (options.report !== undefined) writeFileSync(join(REPO_ROOT, options.report), report);
 process.exitCode = results.every(resultPassed) ? 0 : 1;

@@ -65,7 +65,10 @@ const tools = [
 
 const received = () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : []);
 
-const server = new Server({ name: 'idem-faults-upstream', version: '1.0.0' }, { capabilities: { tools: {} } });
+const server = new Server(
+  { name: 'idem-faults-upstream', version: '1.0.0' },
+  { capabilities: { tools: {} } },
+);
 server.setRequestHandler('tools/list', () => ({ tools }));
 server.setRequestHandler('tools/call', (request) => {
   const { name } = request.params;

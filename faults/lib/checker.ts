@@ -13,7 +13,14 @@
  *   the effect;
  * - `unauthorized`: effects or reads ground truth shows for calls whose credential lacks the workspace.
  */
-export const WRONG_COLUMNS = ['duplicated', 'lost', 'stuck', 'wrong_state', 'false_nothing', 'unauthorized'] as const;
+export const WRONG_COLUMNS = [
+  'duplicated',
+  'lost',
+  'stuck',
+  'wrong_state',
+  'false_nothing',
+  'unauthorized',
+] as const;
 export type WrongColumn = (typeof WRONG_COLUMNS)[number];
 export type WrongCounts = Record<WrongColumn, number>;
 
@@ -70,19 +77,31 @@ export function checkDeployments(
     const status = typeof record.final?.status === 'string' ? record.final.status : 'none';
     finals[status] = (finals[status] ?? 0) + 1;
     if (record.final === undefined) {
-      note('stuck', record, record.operationId === undefined ? 'never answered its key' : 'never reached a final state');
+      note(
+        'stuck',
+        record,
+        record.operationId === undefined ? 'never answered its key' : 'never reached a final state',
+      );
       continue;
     }
     const error = record.final.error as { code?: string; message?: string } | undefined;
     if (status === 'succeeded') {
       if (effects.length === 0) note('lost', record, 'succeeded, but the provider holds no deployment');
       else if (!effects.some((d) => d.deployment_id === record.final?.resource_id))
-        note('wrong_state', record, `succeeded naming ${String(record.final.resource_id)}, not the provider's`);
+        note(
+          'wrong_state',
+          record,
+          `succeeded naming ${String(record.final.resource_id)}, not the provider's`,
+        );
     } else if (status === 'failed' || status === 'cancelled') {
       if (effects.length > 0)
         note('false_nothing', record, `${status} (${error?.message ?? ''}) while the provider deployed it`);
       else if (expectation.promisesCompletion && status === 'failed')
-        note('lost', record, `failed (${error?.message ?? ''}) although the provider was back before the deadline`);
+        note(
+          'lost',
+          record,
+          `failed (${error?.message ?? ''}) although the provider was back before the deadline`,
+        );
     }
   }
   return { counts, finals, findings };

@@ -61,7 +61,10 @@ export class DeploymentRig {
     await this.startServer();
     if (this.options.separateWorker) await this.startWorker();
     if (this.options.clientFaults)
-      this.clientProxy = await FaultProxy.start(`http://127.0.0.1:${this.#serverPort}`, this.options.clientFaults);
+      this.clientProxy = await FaultProxy.start(
+        `http://127.0.0.1:${this.#serverPort}`,
+        this.options.clientFaults,
+      );
   }
 
   async startProvider(): Promise<void> {

@@ -41,7 +41,12 @@ async function followOne(options: DeploymentWorkloadOptions, index: number): Pro
     const answer =
       record.operationId === undefined
         ? await mcpCall(options.url(), 'start_deployment', args, { timeoutMs: 5000 })
-        : await mcpCall(options.url(), 'get_operation', { operation_id: record.operationId }, { timeoutMs: 5000 });
+        : await mcpCall(
+            options.url(),
+            'get_operation',
+            { operation_id: record.operationId },
+            { timeoutMs: 5000 },
+          );
     const sc = answer.kind === 'answer' ? answer.sc : undefined;
     if (sc !== undefined && typeof sc.operation_id === 'string') record.operationId = sc.operation_id;
     if (sc !== undefined && typeof sc.status === 'string' && FINAL.has(sc.status)) {

@@ -20,6 +20,8 @@ export interface DurableScenarioSpec {
   /** Submissions are spread over this many milliseconds (the nemesis runs meanwhile). */
   spreadMs: { short: number; long: number };
   deadlineMs: number;
+  /** How long the nemesis goes on after the last submission (default 1.5 s). */
+  nemesisAfterMs?: number;
   /** After the deadline, how long an operation may still take to be final before it is stuck. */
   graceMs?: number;
   /** The faults leave the provider reachable within every deadline: no accepted operation may end without its effect. */
@@ -43,7 +45,14 @@ export function durableScenario(spec: DurableScenarioSpec): Scenario {
     async run(context): Promise<ScenarioOutcome> {
       const skip = await spec.prepare?.(context);
       if (skip !== undefined)
-        return { operations: 0, faults: {}, counts: checkDeployments([], [], { promisesCompletion: false }).counts, finals: {}, findings: [], skipped: skip };
+        return {
+          operations: 0,
+          faults: {},
+          counts: checkDeployments([], [], { promisesCompletion: false }).counts,
+          finals: {},
+          findings: [],
+          skipped: skip,
+        };
       const rig = new DeploymentRig({
         ...spec.rig(context),
         group: context.group,
@@ -54,9 +63,13 @@ export function durableScenario(spec: DurableScenarioSpec): Scenario {
         await rig.start();
         await spec.beforeWorkload?.(rig, context);
         const spreadMs = spec.spreadMs[context.scale];
-        const giveUpAt = Date.now() + spreadMs + spec.deadlineMs + (spec.graceMs ?? 8000);
+        // The nemesis acts while the submissions go in and a little after, then everything is
+        // healed: each operation then has the rest of its deadline, and the grace, to be final.
+        const healAt = Date.now() + spreadMs + (spec.nemesisAfterMs ?? 1500);
+        const giveUpAt = healAt + spec.deadlineMs + (spec.graceMs ?? 8000);
         let done = false;
-        const nemesis = spec.nemesis(rig, context, () => done);
+        const stopped = () => done || Date.now() >= healAt;
+        const nemesis = settle(spec.nemesis(rig, context, stopped));
         const records = await runDeployments({
           url: () => rig.mcpUrl,
           count: spec.operations[context.scale],
@@ -67,7 +80,7 @@ export function durableScenario(spec: DurableScenarioSpec): Scenario {
         }).finally(() => {
           done = true;
         });
-        const faults = await nemesis;
+        const faults = await unsettle(nemesis);
         for (const proxy of [rig.clientProxy, rig.providerProxy]) {
           if (proxy === undefined) continue;
           const side = proxy === rig.clientProxy ? 'client' : 'provider';
@@ -97,4 +110,20 @@ export async function nemesisPause(
 ): Promise<void> {
   const until = Date.now() + context.rng.int(min, max);
   while (Date.now() < until && !stopped()) await pause(Math.min(50, until - Date.now()));
+}
+
+type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/** Holds a promise's outcome, so that a nemesis that fails early is no unhandled rejection. */
+export function settle<T>(promise: Promise<T>): Promise<Settled<T>> {
+  return promise.then(
+    (value) => ({ ok: true, value }),
+    (error: unknown) => ({ ok: false, error }),
+  );
+}
+
+export async function unsettle<T>(settled: Promise<Settled<T>>): Promise<T> {
+  const outcome = await settled;
+  if (!outcome.ok) throw outcome.error;
+  return outcome.value;
 }

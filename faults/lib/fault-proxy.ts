@@ -90,7 +90,10 @@ export class FaultProxy {
     this.counts[action.kind] = (this.counts[action.kind] ?? 0) + 1;
     if (action.kind === 'drop_request') return void req.socket.destroy();
     if (action.kind === 'status') {
-      res.writeHead(action.status, { 'retry-after': String(action.retryAfterSeconds), 'content-type': 'application/json' });
+      res.writeHead(action.status, {
+        'retry-after': String(action.retryAfterSeconds),
+        'content-type': 'application/json',
+      });
       return void res.end(JSON.stringify({ error: 'injected_fault', status: action.status }));
     }
     if (action.kind === 'redirect') {
@@ -99,7 +102,8 @@ export class FaultProxy {
     }
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(req.headers)) {
-      if (value === undefined || ['host', 'connection', 'content-length', 'transfer-encoding'].includes(name)) continue;
+      if (value === undefined || ['host', 'connection', 'content-length', 'transfer-encoding'].includes(name))
+        continue;
       headers[name] = Array.isArray(value) ? value.join(', ') : value;
     }
     const forward = () =>
@@ -121,7 +125,8 @@ export class FaultProxy {
     if (req.socket.destroyed) return;
     const out: Record<string, string> = {};
     reply.response.headers.forEach((value, name) => {
-      if (!['content-length', 'transfer-encoding', 'connection', 'content-encoding'].includes(name)) out[name] = value;
+      if (!['content-length', 'transfer-encoding', 'connection', 'content-encoding'].includes(name))
+        out[name] = value;
     });
     res.writeHead(reply.response.status, out);
     res.end(reply.text);

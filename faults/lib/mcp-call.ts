@@ -23,7 +23,10 @@ export async function mcpCall(
   options: CallOptions = {},
 ): Promise<CallAnswer> {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new Error('no reply in time')), options.timeoutMs ?? 15_000);
+  const timer = setTimeout(
+    () => controller.abort(new Error('no reply in time')),
+    options.timeoutMs ?? 15_000,
+  );
   try {
     const response = await fetch(url, {
       method: 'POST',
@@ -33,7 +36,12 @@ export async function mcpCall(
         accept: 'application/json, text/event-stream',
         ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
       },
-      body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: 'tools/call', params: { name, arguments: args } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: nextId++,
+        method: 'tools/call',
+        params: { name, arguments: args },
+      }),
     });
     const body = await response.text();
     const message = parseBody(body);
@@ -45,7 +53,8 @@ export async function mcpCall(
         retryAfterMs: retryAfter === null ? undefined : Number(retryAfter) * 1000,
       };
     }
-    if (message.error !== undefined) return { kind: 'rpc_error', code: message.error.code, message: message.error.message };
+    if (message.error !== undefined)
+      return { kind: 'rpc_error', code: message.error.code, message: message.error.message };
     const result = message.result ?? {};
     const text = (result.content ?? []).map((part) => part.text ?? '').join('\n');
     return { kind: 'answer', isError: result.isError === true, sc: result.structuredContent ?? {}, text };

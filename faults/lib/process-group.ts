@@ -13,7 +13,8 @@ export const CHILDREN = join(REPO_ROOT, 'faults', 'children');
 function findRoot(from: string): string {
   for (let dir = from; ; dir = dirname(dir)) {
     const manifest = join(dir, 'package.json');
-    if (existsSync(manifest) && readFileSync(manifest, 'utf8').includes('"name": "idem-workspace"')) return dir;
+    if (existsSync(manifest) && readFileSync(manifest, 'utf8').includes('"name": "idem-workspace"'))
+      return dir;
     if (dirname(dir) === dir) throw new Error(`no idem-workspace package.json above ${from}`);
   }
 }
@@ -80,7 +81,9 @@ export class Child {
 export function parseJsonLine(line: string): LogLine | undefined {
   try {
     const value: unknown = JSON.parse(line);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as LogLine) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as LogLine)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -108,10 +111,15 @@ export class ProcessGroup {
         const line = child.logs().find(options.ready);
         if (line !== undefined) finish(() => resolve(line));
         else if (!child.running)
-          finish(() => reject(new Error(`${options.name} exited before ready:\n${child.lines().join('\n')}`)));
+          finish(() =>
+            reject(new Error(`${options.name} exited before ready:\n${child.lines().join('\n')}`)),
+          );
       }, 20);
       const timer = setTimeout(
-        () => finish(() => reject(new Error(`${options.name} not ready in ${timeoutMs} ms:\n${child.lines().join('\n')}`))),
+        () =>
+          finish(() =>
+            reject(new Error(`${options.name} not ready in ${timeoutMs} ms:\n${child.lines().join('\n')}`)),
+          ),
         timeoutMs,
       );
       function finish(then: () => void) {

@@ -11,7 +11,8 @@ const RETRYABLE = new Set(['in_progress', 'busy', 'unavailable', 'rate_limited',
 /** Reads one answer: applied, "nothing was done", outcome unknown, or try again. */
 export function proxyVerdict(answer: CallAnswer): ProxyVerdict {
   if (answer.kind === 'lost' || answer.kind === 'http') return 'retry';
-  if (answer.kind === 'rpc_error') return /nothing was done|not applied/i.test(answer.message) ? 'not_applied' : 'retry';
+  if (answer.kind === 'rpc_error')
+    return /nothing was done|not applied/i.test(answer.message) ? 'not_applied' : 'retry';
   const error = answer.sc.error as { code?: string; message?: string } | undefined;
   if (answer.sc.status === 'outcome_unknown' || error?.code === 'outcome_unknown') return 'unknown';
   if (error?.code !== undefined && RETRYABLE.has(error.code)) return 'retry';
@@ -57,9 +58,10 @@ export async function runKeyedCalls(options: {
           { timeoutMs: 8000, ...(options.token === undefined ? {} : { token: options.token }) },
         );
         const verdict = proxyVerdict(answer);
+        record.detail =
+          answer.kind === 'answer' ? answer.text.slice(0, 200) : JSON.stringify(answer).slice(0, 200);
         if (verdict !== 'retry') {
           record.verdict = verdict;
-          record.detail = answer.kind === 'answer' ? answer.text.slice(0, 200) : JSON.stringify(answer).slice(0, 200);
           break;
         }
         await pause(answer.kind === 'http' && answer.retryAfterMs !== undefined ? answer.retryAfterMs : 200);
@@ -87,13 +89,15 @@ export function checkKeyedCalls(
     }
     if (record.verdict === undefined) {
       counts.stuck += 1;
-      findings.push(`stuck: ${record.key} never got a final answer`);
+      findings.push(`stuck: ${record.key} never got a final answer; the last: ${record.detail}`);
     } else if (record.verdict === 'applied' && n === 0) {
       counts.lost += 1;
       findings.push(`lost: ${record.key} answered as applied; the upstream never received it`);
     } else if (record.verdict === 'not_applied' && n > 0) {
       counts.false_nothing += 1;
-      findings.push(`false_nothing: ${record.key} answered "${record.detail}"; the upstream applied it ${n} time(s)`);
+      findings.push(
+        `false_nothing: ${record.key} answered "${record.detail}"; the upstream applied it ${n} time(s)`,
+      );
     }
   }
   return { counts, finals, findings };

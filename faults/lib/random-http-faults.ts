@@ -13,7 +13,10 @@ export interface HttpFaultMix {
 }
 
 /** Draws each request's fault from the seeded source: drops, delays, duplicates, 429/503 with Retry-After, redirects. */
-export function randomHttpFaults(rng: SeededRandom, mix: HttpFaultMix): (request: FaultedRequest) => FaultAction {
+export function randomHttpFaults(
+  rng: SeededRandom,
+  mix: HttpFaultMix,
+): (request: FaultedRequest) => FaultAction {
   const kinds = ['drop_request', 'drop_reply', 'delay_reply', 'status_429', 'status_503', 'redirect'];
   if (mix.duplicates) kinds.push('duplicate');
   return (request) => {

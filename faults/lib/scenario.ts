@@ -67,7 +67,9 @@ export async function runScenario(
   scale: Scale,
   print: (line: string) => void = () => {},
 ): Promise<ScenarioResult> {
-  print(`[faults] scenario ${scenario.name} seed ${seed} (${scale}); replay: npm run faults -- --scenario ${scenario.name} --seed ${seed}${scale === 'short' ? ' --short' : ''}`);
+  print(
+    `[faults] scenario ${scenario.name} seed ${seed} (${scale}); replay: npm run faults -- --scenario ${scenario.name} --seed ${seed}${scale === 'short' ? ' --short' : ''}`,
+  );
   const dir = mkdtempSync(join(tmpdir(), `idem-faults-${scenario.name}-`));
   const group = new ProcessGroup();
   const started = Date.now();

@@ -8,7 +8,8 @@ import { randomHttpFaults } from '../lib/random-http-faults.js';
  */
 export const clientReplies = durableScenario({
   name: 'client-replies',
-  description: 'fault proxy caller -> serve: dropped/delayed/duplicated requests and replies, 429/503 Retry-After, 307; mode none',
+  description:
+    'fault proxy caller -> serve: dropped/delayed/duplicated requests and replies, 429/503 Retry-After, 307; mode none',
   operations: { short: 10, long: 60 },
   spreadMs: { short: 2000, long: 15_000 },
   deadlineMs: 15_000,

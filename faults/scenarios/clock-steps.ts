@@ -16,8 +16,10 @@ export const clockSteps = durableScenario({
   description: 'wall-clock steps (back up to 60 s, forward up to 3 s) in serve and worker; mode key',
   operations: { short: 8, long: 40 },
   spreadMs: { short: 2500, long: 15_000 },
-  deadlineMs: 15_000,
-  promisesCompletion: true,
+  deadlineMs: 30_000,
+  // A process down (or a disk full) for part of the deadline may rightly end an operation failed
+  // without an attempt: here only honesty is promised (no duplicate, no false "nothing was done").
+  promisesCompletion: false,
   rig: (context) => ({
     mode: 'key',
     separateWorker: true,

@@ -1,4 +1,4 @@
-import { nemesisPause } from '../lib/durable-scenario.js';
+import { nemesisPause, settle, unsettle } from '../lib/durable-scenario.js';
 import { ProxyRig } from '../lib/proxy-rig.js';
 import { checkKeyedCalls, runKeyedCalls } from '../lib/proxy-workload.js';
 import type { Scenario } from '../lib/scenario.js';
@@ -15,17 +15,21 @@ export const killProxy: Scenario = {
     await rig.start();
     const spreadMs = context.scale === 'short' ? 2500 : 15_000;
     let done = false;
+    const healAt = Date.now() + spreadMs + 1500;
+    const stopped = () => done || Date.now() >= healAt;
     const faults = { kill9_proxy: 0 };
-    const nemesis = (async () => {
-      await nemesisPause(context, () => done, 200, 700);
-      while (!done) {
-        await rig.proxy?.kill9();
-        faults.kill9_proxy += 1;
-        await nemesisPause(context, () => false, 50, 600);
-        await rig.start();
-        await nemesisPause(context, () => done, 400, 1500);
-      }
-    })();
+    const nemesis = settle(
+      (async () => {
+        await nemesisPause(context, stopped, 200, 700);
+        while (!stopped()) {
+          await rig.proxy?.kill9();
+          faults.kill9_proxy += 1;
+          await nemesisPause(context, () => false, 50, 600);
+          await rig.start();
+          await nemesisPause(context, stopped, 400, 1500);
+        }
+      })(),
+    );
     const records = await runKeyedCalls({
       url: () => rig.url,
       tool: 'record_call',
@@ -33,11 +37,12 @@ export const killProxy: Scenario = {
       tag: context.tag,
       rng: context.rng,
       spreadMs,
-      giveUpAt: Date.now() + spreadMs + 20_000,
+      // After the heal: a killed call's lease (1 s) ends it outcome_unknown; 15 s is ample.
+      giveUpAt: healAt + 15_000,
     }).finally(() => {
       done = true;
     });
-    await nemesis;
+    await unsettle(nemesis);
     return { operations: records.length, faults, ...checkKeyedCalls(records, rig.calls()) };
   },
 };

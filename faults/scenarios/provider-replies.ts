@@ -8,7 +8,8 @@ import { randomHttpFaults } from '../lib/random-http-faults.js';
  */
 export const providerReplies = durableScenario({
   name: 'provider-replies',
-  description: 'fault proxy worker -> provider: dropped/delayed/duplicated requests and replies, 429/503 Retry-After, 307; mode key',
+  description:
+    'fault proxy worker -> provider: dropped/delayed/duplicated requests and replies, 429/503 Retry-After, 307; mode key',
   operations: { short: 10, long: 60 },
   spreadMs: { short: 1500, long: 15_000 },
   deadlineMs: 20_000,

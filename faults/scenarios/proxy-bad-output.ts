@@ -9,7 +9,8 @@ import type { Scenario } from '../lib/scenario.js';
  */
 export const proxyBadOutput: Scenario = {
   name: 'proxy-bad-output',
-  description: 'upstream applies, then answers structuredContent outside its declared output schema (through idem proxy)',
+  description:
+    'upstream applies, then answers structuredContent outside its declared output schema (through idem proxy)',
   issueItem: '1',
   async run(context) {
     const rig = new ProxyRig(context.group, context.dir);

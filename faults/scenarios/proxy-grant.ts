@@ -30,13 +30,20 @@ export const proxyGrant: Scenario = {
     await rig.start();
     const rounds = context.scale === 'short' ? 2 : 10;
     const call = (token: string, tool: string, label: string, index: number) =>
-      mcpCall(rig.url, tool, { label, ...(tool === 'record_call' ? { idempotency_key: `${label}-${index}` } : {}) }, { token });
+      mcpCall(
+        rig.url,
+        tool,
+        { label, ...(tool === 'record_call' ? { idempotency_key: `${label}-${index}` } : {}) },
+        { token },
+      );
 
     for (const tool of ['read_calls', 'excluded_write', 'record_call'])
       await call(`member-${context.tag}`, tool, `member-${tool}`, 0);
     const member = rig.calls().filter((c) => c.label.startsWith('member-'));
     if (member.length !== 3)
-      throw new Error(`the member's calls did not reach the upstream (${JSON.stringify(member)}): the setup is broken`);
+      throw new Error(
+        `the member's calls did not reach the upstream (${JSON.stringify(member)}): the setup is broken`,
+      );
 
     const faults: Record<string, number> = {};
     const finals: Record<string, number> = {};
@@ -59,7 +66,9 @@ export const proxyGrant: Scenario = {
     const findings: string[] = [];
     for (const received of rig.calls().filter((c) => c.label.startsWith('outsider-'))) {
       counts.unauthorized += 1;
-      findings.push(`unauthorized: the upstream received ${received.tool} "${received.label}" from a token without ${WORKSPACE}`);
+      findings.push(
+        `unauthorized: the upstream received ${received.tool} "${received.label}" from a token without ${WORKSPACE}`,
+      );
     }
     return { operations: rounds * 3, faults, counts, finals, findings };
   },
