@@ -20,6 +20,12 @@ export interface DeploymentRigOptions {
   sqlitePath?: string;
   /** A fault proxy between the worker and the provider, deciding each request's fault. */
   providerFaults?: (request: FaultedRequest) => FaultAction;
+  /**
+   * The worker reaches the provider through a gate: a port on which nothing listens (connections
+   * refused at once) until `openProviderGate()` listens there, in an instant (a restarted provider
+   * takes seconds to start on a loaded machine).
+   */
+  providerGate?: boolean;
   /** A fault proxy between the MCP client and the server. */
   clientFaults?: (request: FaultedRequest) => FaultAction;
   /** Extra environment and node options for server and worker (the clock-step preload). */
@@ -40,6 +46,7 @@ export class DeploymentRig {
   clientProxy: FaultProxy | undefined;
   #providerPort = 0;
   #serverPort = 0;
+  #gatePort = 0;
 
   constructor(readonly options: DeploymentRigOptions) {}
 
@@ -56,6 +63,7 @@ export class DeploymentRig {
     this.#providerPort = await freePort();
     this.#serverPort = await freePort();
     await this.startProvider();
+    if (this.options.providerGate) this.#gatePort = await freePort();
     if (this.options.providerFaults)
       this.providerProxy = await FaultProxy.start(this.providerUrl, this.options.providerFaults);
     await this.startServer();
@@ -86,7 +94,9 @@ export class DeploymentRig {
     const o = this.options;
     return [
       '--provider-url',
-      this.providerProxy?.url ?? this.providerUrl,
+      this.#gatePort !== 0
+        ? `http://127.0.0.1:${this.#gatePort}`
+        : (this.providerProxy?.url ?? this.providerUrl),
       '--provider-mode',
       o.mode,
       '--deadline',
@@ -128,6 +138,11 @@ export class DeploymentRig {
       nodeArgs: this.options.serverNodeArgs,
       ready: (line) => line.event === 'idem.worker_started',
     });
+  }
+
+  /** Opens the gate: from now on connections to the provider's address reach it. */
+  async openProviderGate(): Promise<void> {
+    this.providerProxy = await FaultProxy.start(this.providerUrl, () => ({ kind: 'pass' }), this.#gatePort);
   }
 
   /** The provider's own record of deployments (ground truth), read directly, retried while it restarts. */

@@ -106,7 +106,7 @@ export async function runScenario(
     `[faults] ${scenario.name} seed ${seed}: ${result.operations} operations, faults ${JSON.stringify(result.faults)}, ` +
       `wrong ${JSON.stringify(result.counts)}, finals ${JSON.stringify(result.finals)}` +
       (result.skipped ? `, SKIPPED: ${result.skipped}` : '') +
-      (result.error ? `, ERROR: ${result.error.split('\n')[0]}` : ''),
+      (result.error ? `, ERROR: ${result.error.split('\n').slice(0, 12).join('\n')}` : ''),
   );
   for (const finding of result.findings.slice(0, 10)) print(`[faults]   ${finding}`);
   return result;

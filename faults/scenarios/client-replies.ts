@@ -10,8 +10,8 @@ export const clientReplies = durableScenario({
   name: 'client-replies',
   description:
     'fault proxy caller -> serve: dropped/delayed/duplicated requests and replies, 429/503 Retry-After, 307; mode none',
-  operations: { short: 10, long: 60 },
-  spreadMs: { short: 2000, long: 15_000 },
+  operations: { short: 10, long: 30 },
+  spreadMs: { short: 2000, long: 10_000 },
   deadlineMs: 15_000,
   promisesCompletion: true,
   rig: (context) => ({

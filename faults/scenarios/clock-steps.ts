@@ -14,8 +14,8 @@ const OFFSETS = [-60_000, -10_000, -2000, 0, 1500, 3000] as const;
 export const clockSteps = durableScenario({
   name: 'clock-steps',
   description: 'wall-clock steps (back up to 60 s, forward up to 3 s) in serve and worker; mode key',
-  operations: { short: 8, long: 40 },
-  spreadMs: { short: 2500, long: 15_000 },
+  operations: { short: 8, long: 30 },
+  spreadMs: { short: 2500, long: 10_000 },
   deadlineMs: 30_000,
   // A process down (or a disk full) for part of the deadline may rightly end an operation failed
   // without an attempt: here only honesty is promised (no duplicate, no false "nothing was done").

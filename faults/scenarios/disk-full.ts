@@ -26,8 +26,8 @@ export const diskFull = durableScenario({
   name: 'disk-full',
   description:
     "the database's file system full (ENOSPC on a tmpfs), on and off, under serve and its worker; mode reference",
-  operations: { short: 8, long: 40 },
-  spreadMs: { short: 2500, long: 15_000 },
+  operations: { short: 8, long: 30 },
+  spreadMs: { short: 2500, long: 10_000 },
   deadlineMs: 30_000,
   // A process down (or a disk full) for part of the deadline may rightly end an operation failed
   // without an attempt: here only honesty is promised (no duplicate, no false "nothing was done").

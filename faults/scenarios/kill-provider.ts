@@ -7,8 +7,8 @@ import { durableScenario, nemesisPause } from '../lib/durable-scenario.js';
 export const killProvider = durableScenario({
   name: 'kill-provider',
   description: 'kill -9 of idem provider at random times, back on the same port within 1.5 s; mode key',
-  operations: { short: 8, long: 40 },
-  spreadMs: { short: 2500, long: 15_000 },
+  operations: { short: 8, long: 30 },
+  spreadMs: { short: 2500, long: 10_000 },
   deadlineMs: 20_000,
   promisesCompletion: true,
   rig: () => ({ mode: 'key' }),

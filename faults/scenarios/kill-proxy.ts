@@ -13,7 +13,7 @@ export const killProxy: Scenario = {
   async run(context) {
     const rig = new ProxyRig(context.group, context.dir);
     await rig.start();
-    const spreadMs = context.scale === 'short' ? 2500 : 15_000;
+    const spreadMs = context.scale === 'short' ? 2500 : 10_000;
     let done = false;
     const healAt = Date.now() + spreadMs + 1500;
     const stopped = () => done || Date.now() >= healAt;
@@ -33,7 +33,7 @@ export const killProxy: Scenario = {
     const records = await runKeyedCalls({
       url: () => rig.url,
       tool: 'record_call',
-      count: context.scale === 'short' ? 12 : 80,
+      count: context.scale === 'short' ? 12 : 50,
       tag: context.tag,
       rng: context.rng,
       spreadMs,

@@ -17,8 +17,8 @@ export const killServer = durableScenario({
   name: 'kill-server',
   description:
     'kill -9 of idem serve (with its worker) at random times and at named points; provider mode key',
-  operations: { short: 8, long: 40 },
-  spreadMs: { short: 2500, long: 15_000 },
+  operations: { short: 8, long: 30 },
+  spreadMs: { short: 2500, long: 10_000 },
   deadlineMs: 30_000,
   // A process down (or a disk full) for part of the deadline may rightly end an operation failed
   // without an attempt: here only honesty is promised (no duplicate, no false "nothing was done").

@@ -10,8 +10,8 @@ export const killWorker = durableScenario({
   name: 'kill-worker',
   description:
     'kill -9 of idem worker (serve --no-worker) at random times and named points; provider mode reference',
-  operations: { short: 8, long: 40 },
-  spreadMs: { short: 2000, long: 15_000 },
+  operations: { short: 8, long: 30 },
+  spreadMs: { short: 2000, long: 10_000 },
   deadlineMs: 30_000,
   // A process down (or a disk full) for part of the deadline may rightly end an operation failed
   // without an attempt: here only honesty is promised (no duplicate, no false "nothing was done").

@@ -31,8 +31,8 @@ async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
 export const postgresBackendKills = durableScenario({
   name: 'postgres-backend-kills',
   description: 'pg_terminate_backend of serve and worker connections at random times (PostgreSQL); mode key',
-  operations: { short: 8, long: 40 },
-  spreadMs: { short: 2500, long: 15_000 },
+  operations: { short: 8, long: 30 },
+  spreadMs: { short: 2500, long: 10_000 },
   deadlineMs: 30_000,
   // A process down (or a disk full) for part of the deadline may rightly end an operation failed
   // without an attempt: here only honesty is promised (no duplicate, no false "nothing was done").

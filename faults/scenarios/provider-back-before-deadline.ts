@@ -9,16 +9,16 @@ export const providerBackBeforeDeadline = durableScenario({
   name: 'provider-back-before-deadline',
   description: 'provider down (connections refused) at acceptance, back 2.5 s into a 4 s deadline; mode key',
   issueItem: '3',
-  operations: { short: 8, long: 24 },
+  operations: { short: 8, long: 16 },
   spreadMs: { short: 200, long: 200 },
   deadlineMs: 4000,
   promisesCompletion: true,
-  rig: () => ({ mode: 'key' }),
-  // The rig started it (to have its port); it is down before the first submission.
-  beforeWorkload: async (rig) => rig.provider?.kill9(),
+  // The worker's provider address refuses connections (nothing listens there) until the gate opens.
+  rig: () => ({ mode: 'key', providerGate: true }),
   async nemesis(rig, context) {
+    const from = Date.now();
     await nemesisPause(context, () => false, 2500, 2500);
-    await rig.startProvider();
-    return { provider_down_ms: 2500 };
+    await rig.openProviderGate();
+    return { provider_refused_ms: Date.now() - from };
   },
 });

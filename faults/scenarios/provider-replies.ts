@@ -10,8 +10,8 @@ export const providerReplies = durableScenario({
   name: 'provider-replies',
   description:
     'fault proxy worker -> provider: dropped/delayed/duplicated requests and replies, 429/503 Retry-After, 307; mode key',
-  operations: { short: 10, long: 60 },
-  spreadMs: { short: 1500, long: 15_000 },
+  operations: { short: 10, long: 30 },
+  spreadMs: { short: 1500, long: 10_000 },
   deadlineMs: 20_000,
   // Three attempts answered 503 (or lost) may rightly end failed or outcome_unknown: only false
   // "nothing was done", duplicates and stuck operations count here.

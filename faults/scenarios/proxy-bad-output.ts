@@ -18,7 +18,7 @@ export const proxyBadOutput: Scenario = {
     const records = await runKeyedCalls({
       url: () => rig.url,
       tool: 'bad_output',
-      count: context.scale === 'short' ? 4 : 20,
+      count: context.scale === 'short' ? 4 : 12,
       tag: context.tag,
       rng: context.rng,
       spreadMs: 500,

@@ -22,13 +22,13 @@ export const proxyGrant: Scenario = {
     writeFileSync(
       tokens,
       JSON.stringify({
-        [`member-${context.tag}`]: { principal: 'member', workspaces: [WORKSPACE] },
-        [`outsider-${context.tag}`]: { principal: 'outsider', workspaces: ['elsewhere'] },
+        [`member-token-${context.tag}`]: { principal: 'member', workspaces: [WORKSPACE] },
+        [`outsider-token-${context.tag}`]: { principal: 'outsider', workspaces: ['elsewhere'] },
       }),
     );
     const rig = new ProxyRig(context.group, context.dir, ['--tokens', tokens, '--workspace', WORKSPACE]);
     await rig.start();
-    const rounds = context.scale === 'short' ? 2 : 10;
+    const rounds = context.scale === 'short' ? 2 : 6;
     const call = (token: string, tool: string, label: string, index: number) =>
       mcpCall(
         rig.url,
@@ -38,7 +38,7 @@ export const proxyGrant: Scenario = {
       );
 
     for (const tool of ['read_calls', 'excluded_write', 'record_call'])
-      await call(`member-${context.tag}`, tool, `member-${tool}`, 0);
+      await call(`member-token-${context.tag}`, tool, `member-${tool}`, 0);
     const member = rig.calls().filter((c) => c.label.startsWith('member-'));
     if (member.length !== 3)
       throw new Error(
@@ -49,7 +49,7 @@ export const proxyGrant: Scenario = {
     const finals: Record<string, number> = {};
     for (let index = 0; index < rounds; index++) {
       for (const tool of ['read_calls', 'excluded_write', 'record_call']) {
-        const answer = await call(`outsider-${context.tag}`, tool, `outsider-${tool}-${index}`, index);
+        const answer = await call(`outsider-token-${context.tag}`, tool, `outsider-${tool}-${index}`, index);
         faults[`outsider_${tool}`] = (faults[`outsider_${tool}`] ?? 0) + 1;
         const kind =
           answer.kind === 'answer'
