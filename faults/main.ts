@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freshSeed, SeededRandom } from './lib/seeded-random.js';
 import { REPO_ROOT } from './lib/process-group.js';
@@ -66,5 +66,20 @@ const report = renderReport(
   startedAt,
 );
 process.stdout.write(`\n${report}`);
-if (options.report !== undefined) writeFileSync(join(REPO_ROOT, options.report), report);
+if (options.report !== undefined) writeReport(join(REPO_ROOT, options.report), report);
 process.exitCode = results.every(resultPassed) ? 0 : 1;
+
+/**
+ * Writes the report into FILE: between its `<!-- faults-report:start -->` and `<!-- faults-report:end -->`
+ * lines when it has them (docs/faults.md keeps its explanation around the last run's table), else as the whole file.
+ */
+function writeReport(file: string, report: string): void {
+  const start = '<!-- faults-report:start -->';
+  const end = '<!-- faults-report:end -->';
+  const current = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const from = current.indexOf(start);
+  const to = current.indexOf(end);
+  if (from === -1 || to < from) return writeFileSync(file, report);
+  const body = report.replace(/^# Fault suite report\n\n/, '');
+  writeFileSync(file, `${current.slice(0, from + start.length)}\n\n${body}\n${current.slice(to)}`);
+}

@@ -36,6 +36,8 @@ export interface DurableRecord {
   operationId: string | undefined;
   /** The last get_operation (or start_deployment) answer in a final state; undefined: none seen. */
   final: Record<string, unknown> | undefined;
+  /** The last answer seen, shortened (what a stuck operation was answering). */
+  last: string;
 }
 
 export interface DeploymentTruth {
@@ -105,6 +107,17 @@ export function checkDeployments(
     }
   }
   return { counts, finals, findings };
+}
+
+/** A final state with the gist of its reason, digits folded (`failed: deadline exhausted after N attempts`). */
+function finalBucket(status: string, message: string | undefined): string {
+  if (message === undefined || status === 'succeeded') return status;
+  const gist = message
+    .replace(/^the outcome of the external call is unknown: /, '')
+    .split(/[:(;]/)[0]
+    ?.replace(/\d+/g, 'N')
+    .trim();
+  return gist ? `${status} (${gist})` : status;
 }
 
 /** Adds `more` into `into`, column by column. */

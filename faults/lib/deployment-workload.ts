@@ -35,7 +35,7 @@ export async function runDeployments(options: DeploymentWorkloadOptions): Promis
 async function followOne(options: DeploymentWorkloadOptions, index: number): Promise<DurableRecord> {
   const service = `svc-${options.tag}-${index}`;
   const key = `key-${options.tag}-${index}`;
-  const record: DurableRecord = { key, service, operationId: undefined, final: undefined };
+  const record: DurableRecord = { key, service, operationId: undefined, final: undefined, last: '' };
   const args = { idempotency_key: key, workspace: 'default', service, version: '1.0.0' };
   while (Date.now() < options.giveUpAt && record.final === undefined) {
     const answer =
@@ -48,6 +48,7 @@ async function followOne(options: DeploymentWorkloadOptions, index: number): Pro
             { timeoutMs: 5000 },
           );
     const sc = answer.kind === 'answer' ? answer.sc : undefined;
+    record.last = describe(answer);
     if (sc !== undefined && typeof sc.operation_id === 'string') record.operationId = sc.operation_id;
     if (sc !== undefined && typeof sc.status === 'string' && FINAL.has(sc.status)) {
       record.final = sc;
@@ -67,4 +68,17 @@ function waitAfter(answer: CallAnswer): number {
     return 150;
   }
   return 250;
+}
+
+function describe(answer: CallAnswer): string {
+  if (answer.kind === 'answer') {
+    const error = answer.sc.error as { code?: string } | undefined;
+    return (
+      `${String(answer.sc.status ?? '')}${error?.code === undefined ? '' : ` ${error.code}`}`.trim() ||
+      answer.text.slice(0, 80)
+    );
+  }
+  if (answer.kind === 'http') return `HTTP ${answer.status}`;
+  if (answer.kind === 'rpc_error') return `JSON-RPC ${answer.code}`;
+  return `no reply (${answer.reason})`;
 }

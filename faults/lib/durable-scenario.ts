@@ -92,6 +92,16 @@ export function durableScenario(spec: DurableScenarioSpec): Scenario {
         const tally = checkDeployments(records, await rig.deployments(), {
           promisesCompletion: spec.promisesCompletion,
         });
+        if (tally.counts.stuck > 0) {
+          // Which process was not there to answer, and what it said last.
+          for (const child of [rig.server, rig.worker, rig.provider]) {
+            if (child === undefined || child.running) continue;
+            const { exitCode, signalCode } = child.proc;
+            tally.findings.push(
+              `stuck: ${child.name} is not running (exit ${String(exitCode ?? signalCode)}); its last lines: ${child.lines().slice(-3).join(' | ').slice(0, 600)}`,
+            );
+          }
+        }
         return { operations: records.length, faults, ...tally };
       } finally {
         await rig.close();

@@ -13,13 +13,15 @@ export const killProvider = durableScenario({
   promisesCompletion: true,
   rig: () => ({ mode: 'key' }),
   async nemesis(rig, context, stopped) {
-    const faults = { kill9_provider: 0 };
+    const faults = { kill9_provider: 0, provider_down_ms: 0 };
     await nemesisPause(context, stopped, 100, 600);
     while (!stopped()) {
       await rig.provider?.kill9();
       faults.kill9_provider += 1;
+      const from = Date.now();
       await nemesisPause(context, () => false, 100, 1500);
       await rig.startProvider();
+      faults.provider_down_ms += Date.now() - from;
       await nemesisPause(context, stopped, 300, 1500);
     }
     return faults;
