@@ -77,16 +77,15 @@ export function checkDeployments(
       findings.push(`duplicated: ${record.operationId ?? record.key} has ${effects.length} deployments`);
     }
     const status = typeof record.final?.status === 'string' ? record.final.status : 'none';
-    finals[status] = (finals[status] ?? 0) + 1;
+    const error = record.final?.error as { code?: string; message?: string } | undefined;
+    const bucket = finalBucket(status, error?.message);
+    finals[bucket] = (finals[bucket] ?? 0) + 1;
     if (record.final === undefined) {
-      note(
-        'stuck',
-        record,
-        record.operationId === undefined ? 'never answered its key' : 'never reached a final state',
-      );
+      const what =
+        record.operationId === undefined ? 'never answered its key' : 'never reached a final state';
+      note('stuck', record, `${what}; the last answer: ${record.last}`);
       continue;
     }
-    const error = record.final.error as { code?: string; message?: string } | undefined;
     if (status === 'succeeded') {
       if (effects.length === 0) note('lost', record, 'succeeded, but the provider holds no deployment');
       else if (!effects.some((d) => d.deployment_id === record.final?.resource_id))

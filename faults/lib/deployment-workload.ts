@@ -73,10 +73,9 @@ function waitAfter(answer: CallAnswer): number {
 function describe(answer: CallAnswer): string {
   if (answer.kind === 'answer') {
     const error = answer.sc.error as { code?: string } | undefined;
-    return (
-      `${String(answer.sc.status ?? '')}${error?.code === undefined ? '' : ` ${error.code}`}`.trim() ||
-      answer.text.slice(0, 80)
-    );
+    const parts = [answer.sc.status, error?.code, answer.sc.attempts, answer.sc.updated_at];
+    const known = parts.filter((part) => part !== undefined).map(String);
+    return known.length > 0 ? known.join(' ') : answer.text.slice(0, 80);
   }
   if (answer.kind === 'http') return `HTTP ${answer.status}`;
   if (answer.kind === 'rpc_error') return `JSON-RPC ${answer.code}`;

@@ -95,10 +95,11 @@ export function durableScenario(spec: DurableScenarioSpec): Scenario {
         if (tally.counts.stuck > 0) {
           // Which process was not there to answer, and what it said last.
           for (const child of [rig.server, rig.worker, rig.provider]) {
-            if (child === undefined || child.running) continue;
+            if (child === undefined) continue;
             const { exitCode, signalCode } = child.proc;
+            const state = child.running ? 'running' : `not running (exit ${String(exitCode ?? signalCode)})`;
             tally.findings.push(
-              `stuck: ${child.name} is not running (exit ${String(exitCode ?? signalCode)}); its last lines: ${child.lines().slice(-3).join(' | ').slice(0, 600)}`,
+              `stuck: ${child.name} is ${state}; its last lines: ${child.lines().slice(-4).join(' | ').slice(0, 900)}`,
             );
           }
         }
