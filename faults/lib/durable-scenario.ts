@@ -24,8 +24,11 @@ export interface DurableScenarioSpec {
   nemesisAfterMs?: number;
   /** After the deadline, how long an operation may still take to be final before it is stuck. */
   graceMs?: number;
-  /** The faults leave the provider reachable within every deadline: no accepted operation may end without its effect. */
-  promisesCompletion: boolean;
+  /**
+   * The faults leave the provider reachable within every deadline: no accepted operation may end
+   * without its effect. A function decides from what the nemesis did (how long a restart took).
+   */
+  promisesCompletion: boolean | ((faults: Record<string, number>) => boolean);
   rig: (context: ScenarioContext) => Omit<DeploymentRigOptions, 'group' | 'dir' | 'deadlineMs'>;
   nemesis: DurableNemesis;
   /** Runs once the rig is up, before the workload and the nemesis start. */
@@ -89,8 +92,9 @@ export function durableScenario(spec: DurableScenarioSpec): Scenario {
         }
         // Nothing more may happen once everything is final: a late attempt would show here.
         await pause(300);
+        const promise = spec.promisesCompletion;
         const tally = checkDeployments(records, await rig.deployments(), {
-          promisesCompletion: spec.promisesCompletion,
+          promisesCompletion: typeof promise === 'function' ? promise(faults) : promise,
         });
         if (tally.counts.stuck > 0) {
           // Which process was not there to answer, and what it said last.

@@ -97,6 +97,10 @@ export class ProcessGroup {
   readonly #children: Child[] = [];
   readonly #pidFiles: string[] = [];
 
+  constructor() {
+    liveGroups.add(this);
+  }
+
   async start(options: StartOptions): Promise<Child & { readyLine: LogLine }> {
     const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI, ...options.args], {
       cwd: REPO_ROOT,
@@ -141,6 +145,7 @@ export class ProcessGroup {
   }
 
   async stopAll(): Promise<void> {
+    liveGroups.delete(this);
     await Promise.all(this.#children.map((child) => child.kill9()));
     for (const file of this.#pidFiles) {
       if (!existsSync(file)) continue;
@@ -153,7 +158,23 @@ export class ProcessGroup {
       }
     }
   }
+
+  /** Synchronous SIGKILL of everything still running: for an exit that never reached `stopAll`. */
+  killNow(): void {
+    for (const child of this.#children) if (child.running) child.proc.kill('SIGKILL');
+  }
 }
+
+/** Groups not yet stopped: if this process exits (a crash, Ctrl-C) before, their processes are killed. */
+const liveGroups = new Set<ProcessGroup>();
+process.once('exit', () => {
+  for (const group of liveGroups) group.killNow();
+});
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => {
+    for (const group of liveGroups) group.killNow();
+    process.exit(130);
+  });
 
 /** This environment without npm's per-run variables and Idem's own (a scenario sets what it needs). */
 function childEnv(extra: Record<string, string> = {}): Record<string, string> {
