@@ -13,8 +13,13 @@ export interface DeploymentWorkloadOptions {
   tag: string;
   /** Spread the submissions over this many milliseconds. */
   spreadMs: number;
-  /** Stop trying to get a key answered, or an operation final, at this epoch ms. */
-  giveUpAt: number;
+  /**
+   * Stop trying to get a key answered, or an operation final, at this epoch ms (read at each try:
+   * it moves once the nemesis has healed everything). An operation accepted later has until its
+   * acceptance plus `perOperationMs`.
+   */
+  giveUpAt: () => number;
+  perOperationMs: number;
 }
 
 /**
@@ -37,7 +42,10 @@ async function followOne(options: DeploymentWorkloadOptions, index: number): Pro
   const key = `key-${options.tag}-${index}`;
   const record: DurableRecord = { key, service, operationId: undefined, final: undefined, last: '' };
   const args = { idempotency_key: key, workspace: 'default', service, version: '1.0.0' };
-  while (Date.now() < options.giveUpAt && record.final === undefined) {
+  let acceptedAt: number | undefined;
+  const until = () =>
+    Math.max(options.giveUpAt(), acceptedAt === undefined ? 0 : acceptedAt + options.perOperationMs);
+  while (Date.now() < until() && record.final === undefined) {
     const answer =
       record.operationId === undefined
         ? await mcpCall(options.url(), 'start_deployment', args, { timeoutMs: 5000 })
@@ -49,7 +57,10 @@ async function followOne(options: DeploymentWorkloadOptions, index: number): Pro
           );
     const sc = answer.kind === 'answer' ? answer.sc : undefined;
     record.last = describe(answer);
-    if (sc !== undefined && typeof sc.operation_id === 'string') record.operationId = sc.operation_id;
+    if (sc !== undefined && typeof sc.operation_id === 'string') {
+      record.operationId = sc.operation_id;
+      acceptedAt ??= Date.now();
+    }
     if (sc !== undefined && typeof sc.status === 'string' && FINAL.has(sc.status)) {
       record.final = sc;
       break;

@@ -69,10 +69,25 @@ export function durableScenario(spec: DurableScenarioSpec): Scenario {
         // The nemesis acts while the submissions go in and a little after, then everything is
         // healed: each operation then has the rest of its deadline, and the grace, to be final.
         const healAt = Date.now() + spreadMs + (spec.nemesisAfterMs ?? 1500);
-        const giveUpAt = healAt + spec.deadlineMs + (spec.graceMs ?? 8000);
+        const settleMs = spec.deadlineMs + (spec.graceMs ?? 8000);
+        // Every process back (a restart takes seconds on a loaded machine): the deadline counts from
+        // then, bounded at three times the healed schedule should the nemesis itself hang.
+        let healedAt: number | undefined;
+        const giveUpAt = () => Math.min((healedAt ?? Infinity) + settleMs, healAt + 3 * settleMs);
         let done = false;
         const stopped = () => done || Date.now() >= healAt;
-        const nemesis = settle(spec.nemesis(rig, context, stopped));
+        const nemesis = settle(
+          (async () => {
+            const faults = await spec.nemesis(rig, context, stopped);
+            // The fault proxies, too, stop at the heal.
+            while (!stopped()) await pause(50);
+            rig.clientProxy?.heal();
+            rig.providerProxy?.heal();
+            return faults;
+          })(),
+        ).finally(() => {
+          healedAt = Date.now();
+        });
         const records = await runDeployments({
           url: () => rig.mcpUrl,
           count: spec.operations[context.scale],
@@ -80,6 +95,7 @@ export function durableScenario(spec: DurableScenarioSpec): Scenario {
           tag: context.tag,
           spreadMs,
           giveUpAt,
+          perOperationMs: settleMs,
         }).finally(() => {
           done = true;
         });

@@ -36,6 +36,7 @@ export class FaultProxy {
   readonly #server: Server;
   readonly #sockets = new Set<Socket>();
   #target: string;
+  #healed = false;
 
   private constructor(
     target: string,
@@ -67,6 +68,11 @@ export class FaultProxy {
     return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
   }
 
+  /** From now on every request passes: the nemesis is over. */
+  heal(): void {
+    this.#healed = true;
+  }
+
   /** Faults injected, all kinds but `pass`. */
   get injected(): number {
     return Object.entries(this.counts).reduce((sum, [kind, n]) => (kind === 'pass' ? sum : sum + n), 0);
@@ -86,7 +92,7 @@ export class FaultProxy {
     }
     const body = Buffer.concat(chunks);
     const request = { method: req.method ?? 'GET', path: req.url ?? '/', body: body.toString('utf8') };
-    const action = this.decide(request);
+    const action: FaultAction = this.#healed ? { kind: 'pass' } : this.decide(request);
     this.counts[action.kind] = (this.counts[action.kind] ?? 0) + 1;
     if (action.kind === 'drop_request') return void req.socket.destroy();
     if (action.kind === 'status') {

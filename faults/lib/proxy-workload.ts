@@ -38,7 +38,8 @@ export async function runKeyedCalls(options: {
   tag: string;
   rng: SeededRandom;
   spreadMs: number;
-  giveUpAt: number;
+  /** Read at each try (it moves once the nemesis has healed everything). */
+  giveUpAt: () => number;
   token?: string;
 }): Promise<KeyedRecord[]> {
   return Promise.all(
@@ -50,7 +51,7 @@ export async function runKeyedCalls(options: {
         verdict: undefined,
         detail: '',
       };
-      while (Date.now() < options.giveUpAt) {
+      while (Date.now() < options.giveUpAt()) {
         const answer = await mcpCall(
           options.url(),
           options.tool,

@@ -17,6 +17,7 @@ export const killProxy: Scenario = {
     let done = false;
     const healAt = Date.now() + spreadMs + 1500;
     const stopped = () => done || Date.now() >= healAt;
+    let healedAt: number | undefined;
     const faults = { kill9_proxy: 0 };
     const nemesis = settle(
       (async () => {
@@ -29,7 +30,9 @@ export const killProxy: Scenario = {
           await nemesisPause(context, stopped, 400, 1500);
         }
       })(),
-    );
+    ).finally(() => {
+      healedAt = Date.now();
+    });
     const records = await runKeyedCalls({
       url: () => rig.url,
       tool: 'record_call',
@@ -37,8 +40,9 @@ export const killProxy: Scenario = {
       tag: context.tag,
       rng: context.rng,
       spreadMs,
-      // After the heal: a killed call's lease (1 s) ends it outcome_unknown; 15 s is ample.
-      giveUpAt: healAt + 15_000,
+      // After the heal (the last restart done): a killed call's lease (1 s) ends it
+      // outcome_unknown; 15 s is ample. Bounded should the nemesis itself hang.
+      giveUpAt: () => Math.min((healedAt ?? Infinity) + 15_000, healAt + 60_000),
     }).finally(() => {
       done = true;
     });

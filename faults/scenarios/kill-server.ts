@@ -25,7 +25,7 @@ export const killServer = durableScenario({
   promisesCompletion: false,
   rig: () => ({ mode: 'key' }),
   async nemesis(rig, context, stopped) {
-    const faults = { kill9_server: 0, self_kill_at_point: 0 };
+    const faults = { kill9_server: 0, self_kill_at_point: 0, armed_restarts: 0 };
     await nemesisPause(context, stopped, 200, 700);
     let armed = false;
     while (!stopped() || armed || !rig.server?.running) {
@@ -36,6 +36,7 @@ export const killServer = durableScenario({
       await nemesisPause(context, () => false, 50, 500);
       const point = !stopped() && context.rng.chance(0.4) ? context.rng.pick(POINTS) : undefined;
       armed = point !== undefined;
+      if (armed) faults.armed_restarts += 1;
       await rig.startServer(point === undefined ? {} : { IDEM_TEST_FAULTS: `${point}=kill` });
       await nemesisPause(context, stopped, 1000, 3000);
       if (stopped() && rig.server?.running && !armed) break;

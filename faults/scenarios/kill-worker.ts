@@ -18,7 +18,7 @@ export const killWorker = durableScenario({
   promisesCompletion: false,
   rig: () => ({ mode: 'reference', separateWorker: true }),
   async nemesis(rig, context, stopped) {
-    const faults = { kill9_worker: 0, self_kill_at_point: 0 };
+    const faults = { kill9_worker: 0, self_kill_at_point: 0, armed_restarts: 0 };
     await nemesisPause(context, stopped, 200, 700);
     let armed = false;
     while (!stopped() || armed || !rig.worker?.running) {
@@ -29,6 +29,7 @@ export const killWorker = durableScenario({
       await nemesisPause(context, () => false, 50, 500);
       const point = !stopped() && context.rng.chance(0.5) ? context.rng.pick(POINTS) : undefined;
       armed = point !== undefined;
+      if (armed) faults.armed_restarts += 1;
       await rig.startWorker(point === undefined ? {} : { IDEM_TEST_FAULTS: `${point}=kill` });
       await nemesisPause(context, stopped, 1000, 3000);
       if (stopped() && rig.worker?.running && !armed) break;

@@ -15,6 +15,7 @@ export const proxyBadOutput: Scenario = {
   async run(context) {
     const rig = new ProxyRig(context.group, context.dir);
     await rig.start();
+    const giveUpAt = Date.now() + 20_000;
     const records = await runKeyedCalls({
       url: () => rig.url,
       tool: 'bad_output',
@@ -22,7 +23,7 @@ export const proxyBadOutput: Scenario = {
       tag: context.tag,
       rng: context.rng,
       spreadMs: 500,
-      giveUpAt: Date.now() + 20_000,
+      giveUpAt: () => giveUpAt,
     });
     const calls = rig.calls();
     // The nemesis is the upstream itself: each answer it sent broke its schema.
