@@ -36,13 +36,4 @@ describe('op.final names the worker stop behind a failed operation', () => {
     // The name, never the message (which may quote an attempt's detail).
     expect(JSON.stringify(h.logger.lines)).not.toContain('never attempted');
   });
-
-  it('a success carries no stop_reason', async () => {
-    const h = await harness('key', new FakeClock());
-    await h.accept({ service: 'billing', version: '1.4.3' });
-    await h.worker().runOnce();
-    const [final] = h.logger.events('op.final');
-    expect(final).toMatchObject({ outcome: 'succeeded' });
-    expect(final).not.toHaveProperty('stop_reason');
-  });
 });
