@@ -79,8 +79,14 @@ export function durableScenario(spec: DurableScenarioSpec): Scenario {
         const nemesis = settle(
           (async () => {
             const faults = await spec.nemesis(rig, context, stopped);
-            // The fault proxies, too, stop at the heal.
-            while (!stopped()) await pause(50);
+            // The fault proxies, too, stop at the heal, once each has injected a few faults (on a
+            // loaded machine the worker's first requests may come late), or when the workload is done.
+            const proxies = [
+              ...(rig.options.clientFaults ? [rig.clientProxy] : []),
+              ...(rig.options.providerFaults ? [rig.providerProxy] : []),
+            ];
+            const fired = () => proxies.every((proxy) => (proxy?.injected ?? 0) >= 3);
+            while (!done && (!stopped() || !fired())) await pause(50);
             rig.clientProxy?.heal();
             rig.providerProxy?.heal();
             return faults;
