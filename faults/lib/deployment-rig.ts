@@ -147,15 +147,18 @@ export class DeploymentRig {
 
   /** The provider's own record of deployments (ground truth), read directly, retried while it restarts. */
   async deployments(): Promise<DeploymentTruth[]> {
-    for (let attempt = 0; ; attempt++) {
+    let last: unknown;
+    for (let attempt = 0; attempt < 50; attempt++) {
       try {
         const response = await fetch(`${this.providerUrl}/deployments`);
         if (response.ok) return ((await response.json()) as { deployments: DeploymentTruth[] }).deployments;
+        last = new Error(`GET /deployments: HTTP ${response.status}`);
       } catch (error) {
-        if (attempt >= 50) throw error;
+        last = error;
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+    throw new Error(`the provider's records could not be read: ${String(last)}`);
   }
 
   async close(): Promise<void> {
