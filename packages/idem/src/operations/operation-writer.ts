@@ -149,8 +149,27 @@ export class OperationWriter {
       outcome: op.status,
       attempts: op.attemptCount,
       error_code: op.error?.code,
+      ...stopReasonField(op),
     };
     if (op.status === 'succeeded' || op.status === 'cancelled') this.#options.logger.info('op.final', fields);
     else this.#options.logger.warn('op.final', fields);
   }
+}
+
+/**
+ * The worker's own stops, as operation-budget's stopMessage words them: a failure the worker decides
+ * when the budget runs out (deadline, attempts, a Retry-After past the deadline). It is stored with the
+ * code `internal` although nothing crashed, so a retry answers `internal`: op.final names the stop
+ * (a fixed name, never the message, which may quote an attempt's detail).
+ */
+const STOPS: readonly (readonly [prefix: string, name: string])[] = [
+  ['deadline exhausted', 'deadline_exhausted'],
+  ['attempts exhausted', 'attempts_exhausted'],
+  ['retry_after_beyond_deadline', 'retry_after_beyond_deadline'],
+];
+
+function stopReasonField(op: OperationRecord): LogFields {
+  if (op.status !== 'failed' || op.error?.code !== 'internal') return {};
+  const stop = STOPS.find(([prefix]) => op.error?.message.startsWith(prefix) === true);
+  return stop === undefined ? {} : { stop_reason: stop[1] };
 }
