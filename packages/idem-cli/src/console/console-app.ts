@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { systemClock, type Clock, type IdemStore, type JsonObject, type Logger } from 'idem';
-import { providerKeyFor, attemptView } from 'idem/operations';
+import { OPERATION_STATES, providerKeyFor, attemptView, type OperationState } from 'idem/operations';
 import { checkHostAndOrigin, type HostOriginPolicy } from '../server/host-origin-policy.js';
 import { showView } from '../ops/operation-views.js';
 import {
@@ -261,6 +261,7 @@ export function consoleApp(options: ConsoleOptions): ConsoleHandler {
           const fields = resultFields(text('result_json'));
           const resourceId = text('resource_id');
           const reason = text('reason');
+          const seen = seenStatus(text('seen'));
           await resolveOperationAsOperator(store, {
             operationId: id,
             to,
@@ -268,6 +269,7 @@ export function consoleApp(options: ConsoleOptions): ConsoleHandler {
             now,
             retentionMs: options.retentionMs,
             ...(action === 'correct' ? { correct: true } : {}),
+            ...(seen === undefined ? {} : { from: seen }),
             ...(to === 'succeeded' && resourceId !== undefined ? { resourceId } : {}),
             ...(reason === undefined ? {} : { reason }),
             ...(to === 'succeeded' && fields !== undefined ? { fields } : {}),
@@ -429,4 +431,9 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams | undefin
     chunks.push(chunk);
   }
   return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+}
+
+/** The status a page was rendered with (its forms' hidden `seen`), if it names one. */
+function seenStatus(value: string | undefined): OperationState | undefined {
+  return OPERATION_STATES.find((state) => state === value);
 }

@@ -276,6 +276,7 @@ function actions(ctx: PageContext, record: OperationRecord, hint: ResultFieldsHi
           <p class="muted result-fields-hint">${hint.text}</p>
           <label for="resolve-reason">Reason</label><input id="resolve-reason" name="reason" />
           <input type="hidden" name="to" value="succeeded" />
+          <input type="hidden" name="seen" value="${record.status}" />
           <button type="submit">Resolve</button>
         </form>
         <form class="action" method="post" action="${action}/resolve">
@@ -283,6 +284,7 @@ function actions(ctx: PageContext, record: OperationRecord, hint: ResultFieldsHi
           <h3>Resolve as failed</h3>
           <label for="fail-reason">Reason</label><input id="fail-reason" name="reason" required />
           <input type="hidden" name="to" value="failed" />
+          <input type="hidden" name="seen" value="${record.status}" />
           <button type="submit">Resolve as failed</button>
         </form>`,
     );
@@ -299,6 +301,7 @@ function actions(ctx: PageContext, record: OperationRecord, hint: ResultFieldsHi
         ><textarea id="correct-fields" name="result_json" placeholder="${hint.example}"></textarea>
         <p class="muted result-fields-hint">${hint.text}</p>
         <label for="correct-reason">Reason</label><input id="correct-reason" name="reason" required />
+        <input type="hidden" name="seen" value="${record.status}" />
         <button type="submit">Correct</button>
       </form>`,
     );

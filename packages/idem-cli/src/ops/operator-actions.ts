@@ -1,5 +1,5 @@
 import { isIdemError, type IdemStore, type JsonObject } from 'idem';
-import type { OperationRecord, OutboxMessage } from 'idem/store';
+import type { OperationRecord, OperationState, OutboxMessage } from 'idem/store';
 import {
   givenFieldsProblem,
   requestOperatorCancel,
@@ -29,6 +29,12 @@ export interface ResolveRequest {
    * to failed).
    */
   readonly correct?: boolean;
+  /**
+   * The status the operator saw (the console's page sends it): the change is refused when the
+   * operation has moved on since. Absent with `correct` (`idem ops resolve --correct`, a command
+   * run after looking): the status read now.
+   */
+  readonly from?: OperationState;
   /** Required for `succeeded`: the provider's id of the effect. */
   readonly resourceId?: string;
   /** Business fields of the success (checked against what the tool's results carry). */
@@ -83,6 +89,9 @@ export async function resolveOperationAsOperator(
           );
     if (problem !== undefined) throw new OperatorActionError('usage', problem, { field: 'fields' });
   }
+  const from =
+    request.from ??
+    (request.correct === true ? (await store.ledger.get(request.operationId))?.status : undefined);
   let record: OperationRecord | undefined;
   try {
     record = await resolveOperation(store, REFERENCE_OPERATIONS, request.operationId, {
@@ -93,6 +102,7 @@ export async function resolveOperationAsOperator(
       ...(resourceId === undefined ? {} : { resourceId }),
       ...(request.reason === undefined ? {} : { reason: request.reason }),
       ...(request.correct === true ? { correct: true } : {}),
+      ...(from === undefined ? {} : { from }),
       ...(request.fields === undefined ? {} : { fields: request.fields }),
     });
   } catch (error) {

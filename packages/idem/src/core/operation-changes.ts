@@ -114,9 +114,17 @@ export interface OperatorResolution {
   /**
    * Correct a final `failed` or `cancelled` operation to `succeeded` (the effect was found to
    * exist), or a success a person settled to another success (another resource id or other
-   * fields). Without it only an `outcome_unknown` operation can be settled.
+   * fields; only with `from: 'succeeded'`). Without it only an `outcome_unknown` operation can be
+   * settled.
    */
   readonly correct?: boolean;
+  /**
+   * The status the person saw when deciding. Given: the change is refused (`invalid_argument`,
+   * nothing written) when the operation is in another status now. A success a person settled is
+   * corrected only with `from: 'succeeded'`, so that a correction decided on a failed or cancelled
+   * operation never overwrites a success another person settled meanwhile.
+   */
+  readonly from?: OperationState;
 }
 
 /**
@@ -131,8 +139,11 @@ export function resolutionChange(current: OperationRecord, resolution: OperatorR
   // A success a person settled can be corrected by a person (another resource id or other fields),
   // so that an operator's mistake is never final; one the worker recorded rests on the provider's
   // own answer and is not.
+  if (resolution.from !== undefined && current.status !== resolution.from)
+    throw refused(`it was ${resolution.from} when the change was decided; look at it again`);
   const personsSuccess =
     correct &&
+    resolution.from === 'succeeded' &&
     current.status === 'succeeded' &&
     current.resolvedBy !== undefined &&
     resolution.to === 'succeeded';

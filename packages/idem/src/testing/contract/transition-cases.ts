@@ -645,6 +645,52 @@ function resolveCases<Tx>(resolveAs: ResolveAs<Tx>): Array<Case<Tx>> {
       },
     ],
     [
+      'resolve: a success a person settled is corrected only from succeeded; a change decided on another status is refused',
+      async (h) => {
+        const op = await h.finalOp('failed');
+        const settled = defined(
+          await resolveAs(h, op, {
+            to: 'succeeded',
+            correct: true,
+            by: 'alice',
+            resourceId: 'dep-a',
+            reason: 'found',
+          }),
+          'the first correction',
+        );
+        // Decided while it was failed (no `from`, or `from: 'failed'`): refused, nothing written.
+        for (const from of [undefined, 'failed'] as const) {
+          await assert.rejects(
+            resolveAs(h, op, {
+              to: 'succeeded',
+              correct: true,
+              by: 'bob',
+              resourceId: 'dep-b',
+              reason: 'found too',
+              ...(from === undefined ? {} : { from }),
+            }),
+            (error: Error & { code?: string }) => error.code === 'invalid_argument',
+          );
+          same(await h.get(op.operationId), settled);
+        }
+        // Decided on the settled success: applies, and the audit keeps the result it replaced.
+        const corrected = defined(
+          await resolveAs(h, op, {
+            to: 'succeeded',
+            correct: true,
+            from: 'succeeded',
+            by: 'bob',
+            resourceId: 'dep-b',
+            reason: 'alice named the wrong one',
+          }),
+          'the correction of the settled success',
+        );
+        assert.equal(corrected.resourceId, 'dep-b');
+        assert.equal(corrected.audit?.length, 2);
+        assert.deepEqual(corrected.audit?.[1]?.previousResult, settled.result);
+      },
+    ],
+    [
       'resolve: undefined for an unknown operation',
       async (h) => {
         assert.equal(
