@@ -10,7 +10,12 @@ import {
 } from '../../packages/idem/src/testing/index.js';
 import { ormStoreFactories, ormWriteRow } from './orm-fixtures.js';
 import { openPostgresTestStore, postgresAvailable } from './postgres-fixtures.js';
-import { openTestStore, type TestStore, type TestStoreOptions } from './store-fixtures.js';
+import {
+  nodeSqliteAvailable,
+  openTestStore,
+  type TestStore,
+  type TestStoreOptions,
+} from './store-fixtures.js';
 
 /** The memory store as the contract suite opens it: application rows in a `rows` table. */
 export const memoryFactory: StoreContractFactory<MemoryTx> = {
@@ -66,6 +71,15 @@ export const sqliteFactory = testStoreFactory<SqliteDatabase>(
   },
 );
 
+/** The same store on Node's built-in SQLite (Node 22.16 or later), the effect writing through it. */
+export const nodeSqliteFactory = testStoreFactory<SqliteDatabase>(
+  'node-sqlite',
+  async (options) => openTestStore(options, 'node:sqlite'),
+  (db, id) => {
+    db.prepare('INSERT INTO notes (note_id, workspace, body) VALUES (?, ?, ?)').run(id, 'ws-1', 'contract');
+  },
+);
+
 export const postgresFactory = testStoreFactory<PgClient>(
   'postgres',
   openPostgresTestStore,
@@ -95,6 +109,7 @@ export function portSuite<Tx>(factory: StoreContractFactory<Tx>): PortSuite {
 export const portSuites: readonly PortSuite[] = [
   portSuite(memoryFactory),
   portSuite(sqliteFactory),
+  ...(nodeSqliteAvailable ? [portSuite(nodeSqliteFactory)] : []),
   ...(postgresAvailable ? [portSuite(postgresFactory)] : []),
   // The ORM integrations (Kysely, Drizzle, Prisma), each writing its row through the ORM's `tx`.
   ...ormStoreFactories.map((f) =>
