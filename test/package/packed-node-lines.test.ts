@@ -160,9 +160,10 @@ describe.each(LINES)('the packed packages on Node %s (registry binary), no nativ
   }, INSTALL_TIMEOUT_MS + 60_000);
 
   afterAll(async () => {
-    if (server === undefined) return;
-    const exited = new Promise((resolve) => server?.once('exit', resolve));
-    killGroup(server, 'SIGTERM');
+    const proc = server;
+    if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise((resolve) => proc.once('exit', resolve));
+    killGroup(proc, 'SIGTERM');
     await exited;
   });
 
