@@ -58,7 +58,10 @@ export class IdemObject extends DurableObject<Env> {
       handler: async (args, principal) => {
         if (principal !== 'dev') throw new IdemError('forbidden', 'not allowed in this workspace');
         const notes = ctx.storage.sql
-          .exec('SELECT note_id, body FROM notes WHERE workspace = ? ORDER BY created_at, note_id', args.workspace)
+          .exec(
+            'SELECT note_id, body FROM notes WHERE workspace = ? ORDER BY created_at, note_id',
+            args.workspace,
+          )
           .toArray()
           .map((row) => ({ note_id: String(row.note_id), body: String(row.body) }));
         return { notes };

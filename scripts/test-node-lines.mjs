@@ -12,6 +12,7 @@
 // While a line runs, node_modules/better-sqlite3 is that build (a symlink); the Node 20 build is put
 // back afterwards, also on Ctrl-C, and at the next start if a run was killed.
 import { spawnSync } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
 import { existsSync, lstatSync, readFileSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import process from 'node:process';

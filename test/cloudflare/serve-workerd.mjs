@@ -5,6 +5,7 @@
 //
 //   node serve-workerd.mjs WORKER.mjs CONFIG.json '{"IDEM":"IdemObject"}'
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import process from 'node:process';
 import { Miniflare } from 'miniflare';
 
@@ -13,7 +14,8 @@ const config = JSON.parse(readFileSync(configPath, 'utf8'));
 const bindings = JSON.parse(bindingsJson);
 const mf = new Miniflare({
   modules: true,
-  scriptPath,
+  scriptPath: resolve(scriptPath),
+  modulesRoot: dirname(resolve(scriptPath)),
   compatibilityDate: config.compatibilityDate,
   compatibilityFlags: config.compatibilityFlags,
   durableObjects: Object.fromEntries(
