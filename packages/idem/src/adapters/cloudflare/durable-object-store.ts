@@ -22,6 +22,7 @@ export const DURABLE_OBJECT_CAPABILITIES: StoreCapabilities = {
   durable: true,
 };
 
+/** How a DurableObjectStore is made beside its storage. */
 export interface DurableObjectStoreOptions {
   clock?: Clock;
   /** Create or upgrade Idem's tables when the store is made (in one synchronous transaction). Default true. */
