@@ -52,7 +52,9 @@ export function betterSqlite3For(major, version) {
   const line = nodeLine(major);
   const dir = join(tmpdir(), `idem-node-${line.version}`, `better-sqlite3-${version}`);
   const pkg = join(dir, 'node_modules', 'better-sqlite3');
-  if (!existsSync(join(pkg, 'build', 'Release', 'better_sqlite3.node'))) {
+  // Written after a successful install: 12 compiles into build/, 13 ships prebuilt addons.
+  const installed = join(dir, 'installed');
+  if (!existsSync(installed)) {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'idem-better-sqlite3', private: true }));
     const env = {
@@ -65,6 +67,7 @@ export function betterSqlite3For(major, version) {
       ['install', '--no-audit', '--no-fund', '--loglevel=error', `better-sqlite3@${version}`],
       { cwd: dir, env, stdio: ['ignore', 'ignore', 'inherit'], timeout: 900_000 },
     );
+    writeFileSync(installed, `${version}\n`);
   }
   return pkg;
 }
