@@ -1,6 +1,6 @@
 // The Node lines beside the one `npm test` ran the whole suite on: for each of Node 22, 24 and 26
 // (registry binaries, scripts/node-line.mjs) it runs the library's contract suites (on
-// better-sqlite3, node:sqlite, PostgreSQL and the ORMs), the e2e of `idem serve` (HTTP and stdio)
+// better-sqlite3 and node:sqlite, IDEM_TEST_STORES), the e2e of `idem serve` (HTTP and stdio)
 // and the packed install without a native build (test/package/packed-node-lines.test.ts, on that
 // line), and prints which versions ran.
 //
@@ -59,7 +59,9 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   });
 }
 restore();
-const ran = [`${process.version} (the whole suite, better-sqlite3 ${versionOf(MODULE)})`];
+const ran = [
+  `${process.version} (this Node: the whole suite in npm test, better-sqlite3 ${versionOf(MODULE)})`,
+];
 let failed = false;
 for (const major of lines) {
   const line = nodeLine(major);
@@ -80,6 +82,9 @@ for (const major of lines) {
           PATH: `${line.bin}:${process.env.PATH ?? ''}`,
           npm_config_nodedir: line.nodedir,
           IDEM_PACKED_NODE_LINES: String(major),
+          // The contract suites on the SQLite engines only: PostgreSQL and the ORMs run on pure-JS
+          // drivers, the same on every line, and the whole suite covers them.
+          IDEM_TEST_STORES: 'memory,sqlite,node-sqlite',
         },
       },
     );

@@ -12,6 +12,7 @@ import { ormStoreFactories, ormWriteRow } from './orm-fixtures.js';
 import { openPostgresTestStore, postgresAvailable } from './postgres-fixtures.js';
 import {
   nodeSqliteAvailable,
+  onlyChosenStores,
   openTestStore,
   type TestStore,
   type TestStoreOptions,
@@ -106,7 +107,7 @@ export function portSuite<Tx>(factory: StoreContractFactory<Tx>): PortSuite {
  * Every store the port contract suite (test/contract/port-contract.test.ts) runs against. Add one
  * line per store: `portSuite(sqliteFactory)`, PostgreSQL, each ORM integration.
  */
-export const portSuites: readonly PortSuite[] = [
+export const portSuites: readonly PortSuite[] = onlyChosenStores([
   portSuite(memoryFactory),
   portSuite(sqliteFactory),
   ...(nodeSqliteAvailable ? [portSuite(nodeSqliteFactory)] : []),
@@ -117,4 +118,4 @@ export const portSuites: readonly PortSuite[] = [
       testStoreFactory<never>(f.name, f.create, ormWriteRow[f.name] as (tx: never, id: string) => void),
     ),
   ),
-];
+]);

@@ -213,7 +213,7 @@ export function openTestStore(
  * Every store the contract tests run against. A PostgreSQL store is added here as
  * `{ name: 'postgres', create }`; `path` then names its database.
  */
-export const storeFactories: readonly StoreFactory[] = [
+export const storeFactories: readonly StoreFactory[] = onlyChosenStores([
   { name: 'sqlite', create: async (options) => openTestStore(options) },
   ...(nodeSqliteAvailable
     ? [
@@ -225,7 +225,17 @@ export const storeFactories: readonly StoreFactory[] = [
     : []),
   ...(postgresAvailable ? [{ name: 'postgres', create: openPostgresTestStore }] : []),
   ...ormStoreFactories,
-];
+]);
+
+/**
+ * `IDEM_TEST_STORES=sqlite,node-sqlite` keeps the contract suites to those stores (the other Node
+ * lines run only the SQLite engines, whose drivers differ by Node; scripts/test-node-lines.mjs).
+ * Unset: every store.
+ */
+export function onlyChosenStores<T extends { readonly name: string }>(stores: readonly T[]): readonly T[] {
+  const chosen = process.env.IDEM_TEST_STORES?.split(',').map((name) => name.trim());
+  return chosen === undefined ? stores : stores.filter((store) => chosen.includes(store.name));
+}
 
 /** The durable test operation: `Executor.start` accepts it, a worker would carry it out. */
 export const startDeployment: DurableOperation = { name: 'start_deployment', version: 1 };
