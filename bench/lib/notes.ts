@@ -59,8 +59,9 @@ export function openIdemSqlite(
   path: string,
   synchronous: Synchronous,
   options: Pick<SqliteStoreOptions, 'groupCommit' | 'checkpoint'> = {},
+  driver: 'better-sqlite3' | 'node:sqlite' = 'better-sqlite3',
 ): IdemSqlite {
-  const db = openSqlite(path, { synchronous });
+  const db = openSqlite(path, { synchronous, driver });
   db.exec(NOTES_SQL);
   const insert = db.prepare(INSERT_NOTE_SQL);
   const store = new SqliteStore(db, options);

@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { migrateSqlite, type SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/index.js';
@@ -135,6 +136,20 @@ export function sqliteSuite(synchronous: Synchronous) {
     const idemKeys = Array.from({ length: replayKeyCount }, () => newKey());
     for (const [i, key] of idemKeys.entries()) await idemCall(idem, key, noteBody(i), 'executed');
 
+    // The same store on Node's built-in SQLite (node:sqlite, Node 22.16 or later), beside
+    // better-sqlite3: the engine comparison. Absent on a Node without it (the bench then says so).
+    const onNode = nodeSqliteAvailable()
+      ? openIdemSqlite(join(context.tmpDir, 'idem-node.sqlite'), synchronous, {}, 'node:sqlite')
+      : undefined;
+    const nodeKeys = Array.from({ length: onNode === undefined ? 0 : replayKeyCount }, () => newKey());
+    if (onNode !== undefined) {
+      for (const [i, key] of nodeKeys.entries()) await idemCall(onNode, key, noteBody(i), 'executed');
+    } else {
+      process.stderr.write(
+        `bench: no node:sqlite on Node ${process.version}: the sqlite-engine rows are left out\n`,
+      );
+    }
+
     // Pages each call appends to the WAL (what a COMMIT writes, and what checkpoints write back).
     const walPages = {
       floor: walPagesPerCall(floorDb, (i) => insert.run(newNoteId(), WORKSPACE, noteBody(i), Date.now())),
@@ -225,6 +240,34 @@ export function sqliteSuite(synchronous: Synchronous) {
           () => checkOneNotePerReceipt(idem),
         ),
       );
+      if (onNode !== undefined && c !== 8) {
+        planned.push(
+          first(
+            `Idem on node:sqlite (Node ${process.versions.node}), the same defaults; ratio to better-sqlite3's row`,
+            'idem-node-sqlite',
+            async (_lane, seq) => {
+              await idemCall(onNode, newKey(), noteBody(seq), 'executed');
+            },
+            {
+              baseline: id('idem', 'first', `c${c}`),
+              extra: { maxCommitBatch: onNode.store.maxCommitBatch },
+            },
+            () => checkOneNotePerReceipt(onNode),
+          ),
+          {
+            spec: {
+              id: id('idem-node-sqlite', 'replay', `c${c}`),
+              group,
+              system: `Idem on node:sqlite (Node ${process.versions.node}); ratio to better-sqlite3's replay row`,
+              scenario: 'replay',
+              concurrency: c,
+              baseline: id('idem', 'replay', `c${c}`),
+              ratioOf: 'ops',
+            },
+            op: idemReplay(onNode, nodeKeys),
+          },
+        );
+      }
       for (const variant of variants) {
         // Other settings for comparison only: --quick leaves them out to stay under a minute.
         if (context.quick || !variant.levels.includes(c)) continue;
@@ -334,6 +377,7 @@ export function sqliteSuite(synchronous: Synchronous) {
       naiveDb.close();
       receiptDb.close();
       await idem.close();
+      await onNode?.close();
       for (const variant of variants) await variant.idem.close();
     }
   };
@@ -453,4 +497,19 @@ function checkOneNotePerReceipt(idem: IdemSqlite): void {
   const notes = (idem.db.prepare('SELECT count(*) AS n FROM notes').get() as { n: number }).n;
   const receipts = (idem.db.prepare('SELECT count(*) AS n FROM idem_operations').get() as { n: number }).n;
   if (notes !== receipts) throw new Error(`${notes} notes but ${receipts} receipts`);
+}
+
+/** Whether this Node has a node:sqlite that Idem runs on (22.16 or later). */
+function nodeSqliteAvailable(): boolean {
+  try {
+    const { DatabaseSync } = createRequire(import.meta.url)('node:sqlite') as {
+      DatabaseSync: new (path: string) => { isTransaction?: unknown; close(): void };
+    };
+    const db = new DatabaseSync(':memory:');
+    const has = typeof db.isTransaction === 'boolean';
+    db.close();
+    return has;
+  } catch {
+    return false;
+  }
 }

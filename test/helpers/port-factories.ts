@@ -10,7 +10,13 @@ import {
 } from '../../packages/idem/src/testing/index.js';
 import { ormStoreFactories, ormWriteRow } from './orm-fixtures.js';
 import { openPostgresTestStore, postgresAvailable } from './postgres-fixtures.js';
-import { openTestStore, type TestStore, type TestStoreOptions } from './store-fixtures.js';
+import {
+  nodeSqliteAvailable,
+  onlyChosenStores,
+  openTestStore,
+  type TestStore,
+  type TestStoreOptions,
+} from './store-fixtures.js';
 
 /** The memory store as the contract suite opens it: application rows in a `rows` table. */
 export const memoryFactory: StoreContractFactory<MemoryTx> = {
@@ -66,6 +72,15 @@ export const sqliteFactory = testStoreFactory<SqliteDatabase>(
   },
 );
 
+/** The same store on Node's built-in SQLite (Node 22.16 or later), the effect writing through it. */
+export const nodeSqliteFactory = testStoreFactory<SqliteDatabase>(
+  'node-sqlite',
+  async (options) => openTestStore(options, 'node:sqlite'),
+  (db, id) => {
+    db.prepare('INSERT INTO notes (note_id, workspace, body) VALUES (?, ?, ?)').run(id, 'ws-1', 'contract');
+  },
+);
+
 export const postgresFactory = testStoreFactory<PgClient>(
   'postgres',
   openPostgresTestStore,
@@ -92,9 +107,10 @@ export function portSuite<Tx>(factory: StoreContractFactory<Tx>): PortSuite {
  * Every store the port contract suite (test/contract/port-contract.test.ts) runs against. Add one
  * line per store: `portSuite(sqliteFactory)`, PostgreSQL, each ORM integration.
  */
-export const portSuites: readonly PortSuite[] = [
+export const portSuites: readonly PortSuite[] = onlyChosenStores([
   portSuite(memoryFactory),
   portSuite(sqliteFactory),
+  ...(nodeSqliteAvailable ? [portSuite(nodeSqliteFactory)] : []),
   ...(postgresAvailable ? [portSuite(postgresFactory)] : []),
   // The ORM integrations (Kysely, Drizzle, Prisma), each writing its row through the ORM's `tx`.
   ...ormStoreFactories.map((f) =>
@@ -102,4 +118,4 @@ export const portSuites: readonly PortSuite[] = [
       testStoreFactory<never>(f.name, f.create, ormWriteRow[f.name] as (tx: never, id: string) => void),
     ),
   ),
-];
+]);

@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { openSqlite } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
+import { createRequire } from 'node:module';
+import { openSqlite, type SqliteDriverName } from '../../packages/idem/src/adapters/sqlite/open-sqlite.js';
 import type { SqliteDatabase } from '../../packages/idem/src/adapters/sqlite/sqlite-database.js';
 import { SqliteStore } from '../../packages/idem/src/adapters/sqlite/sqlite-store.js';
 import type { Clock } from '../../packages/idem/src/core/clock.js';
@@ -128,15 +129,39 @@ export function makeTempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'idem-test-'));
 }
 
-/** Opens a SqliteStore (and an Executor on it) on a temporary file or on `options.path`. */
-export function openTestStore(options: TestStoreOptions = {}): SqliteTestStore {
+/**
+ * Whether this Node has a node:sqlite that Idem runs on (22.16 or later): the contract suites then
+ * run on it too ('node-sqlite'), as CI does on Node 22, 24 and 26.
+ */
+export const nodeSqliteAvailable: boolean = (() => {
+  try {
+    const { DatabaseSync } = createRequire(import.meta.url)('node:sqlite') as {
+      DatabaseSync: new (path: string) => { isTransaction?: unknown; close(): void };
+    };
+    const db = new DatabaseSync(':memory:');
+    const has = typeof db.isTransaction === 'boolean';
+    db.close();
+    return has;
+  } catch {
+    return false;
+  }
+})();
+
+/**
+ * Opens a SqliteStore (and an Executor on it) on a temporary file or on `options.path`, with
+ * better-sqlite3 or, `driver` 'node:sqlite', Node's built-in SQLite (named 'node-sqlite' then).
+ */
+export function openTestStore(
+  options: TestStoreOptions = {},
+  driver: SqliteDriverName = 'better-sqlite3',
+): SqliteTestStore {
   const dbPath = options.path ?? path.join(makeTempDir(), 'idem.sqlite');
   const dir = path.dirname(dbPath);
   if (options.path === undefined || openPerDirectory.has(dir)) {
     openPerDirectory.set(dir, (openPerDirectory.get(dir) ?? 0) + 1);
   }
 
-  const db = openSqlite(dbPath);
+  const db = openSqlite(dbPath, { driver });
   db.exec(NOTES_TABLE_SQL);
   const store = new SqliteStore(db, {
     ...(options.clock === undefined ? {} : { clock: options.clock }),
@@ -155,7 +180,7 @@ export function openTestStore(options: TestStoreOptions = {}): SqliteTestStore {
   let closed = false;
 
   return {
-    name: 'sqlite',
+    name: driver === 'node:sqlite' ? 'node-sqlite' : 'sqlite',
     path: dbPath,
     db,
     store,
@@ -188,11 +213,29 @@ export function openTestStore(options: TestStoreOptions = {}): SqliteTestStore {
  * Every store the contract tests run against. A PostgreSQL store is added here as
  * `{ name: 'postgres', create }`; `path` then names its database.
  */
-export const storeFactories: readonly StoreFactory[] = [
+export const storeFactories: readonly StoreFactory[] = onlyChosenStores([
   { name: 'sqlite', create: async (options) => openTestStore(options) },
+  ...(nodeSqliteAvailable
+    ? [
+        {
+          name: 'node-sqlite',
+          create: async (options?: TestStoreOptions) => openTestStore(options, 'node:sqlite'),
+        },
+      ]
+    : []),
   ...(postgresAvailable ? [{ name: 'postgres', create: openPostgresTestStore }] : []),
   ...ormStoreFactories,
-];
+]);
+
+/**
+ * `IDEM_TEST_STORES=sqlite,node-sqlite` keeps the contract suites to those stores (the other Node
+ * lines run only the SQLite engines, whose drivers differ by Node; scripts/test-node-lines.mjs).
+ * Unset: every store.
+ */
+export function onlyChosenStores<T extends { readonly name: string }>(stores: readonly T[]): readonly T[] {
+  const chosen = process.env.IDEM_TEST_STORES?.split(',').map((name) => name.trim());
+  return chosen === undefined ? stores : stores.filter((store) => chosen.includes(store.name));
+}
 
 /** The durable test operation: `Executor.start` accepts it, a worker would carry it out. */
 export const startDeployment: DurableOperation = { name: 'start_deployment', version: 1 };

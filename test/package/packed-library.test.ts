@@ -8,6 +8,7 @@ import { packWorkspace } from '../../scripts/pack-workspace.mjs';
 import { buildExamples, examplePath } from '../helpers/example-fixtures.js';
 import { REPO_ROOT, cleanEnv, cleanup, ensureBuilt, makeTempDir } from '../helpers/mcp-fixtures.js';
 import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres-fixtures.js';
+import { nodeSqliteAvailable } from '../helpers/store-fixtures.js';
 
 /*
  * The library alone, as a user who writes their own server on PostgreSQL installs it: the packed
@@ -29,9 +30,12 @@ const APPLICATION_ONLY = [
   '@modelcontextprotocol/client',
   '@modelcontextprotocol/server',
 ];
-/** Entries whose optional peer is not installed here, and the package Node names on import. */
+/**
+ * Entries whose optional peer is not installed here, and the package Node names on import.
+ * (`idem/sqlite` imports without better-sqlite3: it opens with node:sqlite where Node has it, and
+ * otherwise names better-sqlite3 when a database is opened.)
+ */
 const PEER_OF: Record<string, string> = {
-  './sqlite': 'better-sqlite3',
   './mcp': '@modelcontextprotocol/server',
   './client': '@modelcontextprotocol/client',
   './kysely': 'kysely',
@@ -143,11 +147,19 @@ describe('the packed library with pg, production dependencies only', () => {
     expect(imported.code, imported.stderr).toBe(0);
     const result = JSON.parse(imported.stdout) as {
       subpaths: Record<string, { exports?: string[]; error?: string }>;
+      sqlite: { ok?: number; error?: { code: string; message: string } };
     };
     for (const [subpath, outcome] of Object.entries(result.subpaths)) {
       const peer = PEER_OF[subpath];
       if (peer === undefined) expect(outcome, subpath).toEqual({ exports: expect.any(Array) });
       else expect(outcome.error, subpath).toMatch(new RegExp(`^ERR_MODULE_NOT_FOUND: .*'${peer}`));
+    }
+    // Without better-sqlite3: Node's own SQLite where this Node has it, else an error naming both ways.
+    if (nodeSqliteAvailable) {
+      expect(result.sqlite).toEqual({ ok: 42 });
+    } else {
+      expect(result.sqlite.error?.code).toBe('unavailable');
+      expect(result.sqlite.error?.message).toMatch(/better-sqlite3 is not installed.*Node 22\.16 or later/);
     }
     expect(result.subpaths['.']?.exports).toContain('Executor');
     expect(result.subpaths['./postgres']?.exports).toContain('PostgresStore');

@@ -10,6 +10,7 @@ import {
 import { DEFAULT_TOMBSTONE_TTL_MS, type OperationsLedger, DEFAULT_SWEEP_MAX_DUTY } from 'idem/store';
 import { pruneCommandOutput } from 'idem/commands';
 import { FaultPoints } from 'idem/testing';
+import { sqliteEngineOf } from 'idem/sqlite';
 import { startProvider, type RunningProvider } from '../provider/provider-server.js';
 import { startBackgroundWork } from '../server/background-work.js';
 import { armTestFaults } from './test-faults.js';
@@ -177,6 +178,8 @@ export async function serveCommand(argv: string[], out: (text: string) => void):
     await embedded?.close();
     throw error;
   }
+  // Which engine runs the store: better-sqlite3, node:sqlite (when better-sqlite3 is not installed) or postgres.
+  const engine = app instanceof ReferenceApp ? sqliteEngineOf(app.db) : 'postgres';
   try {
     prepareCommandOutput(commands);
   } catch (error) {
@@ -236,7 +239,7 @@ export async function serveCommand(argv: string[], out: (text: string) => void):
   let close: () => Promise<void>;
   if (values.stdio) {
     close = await serveStdio(app, stdioGrant(registry, devGrant));
-    logger.info('idem.serving', { transport: 'stdio', db: database.label });
+    logger.info('idem.serving', { transport: 'stdio', db: database.label, engine });
   } else {
     const loopbackHost = await resolvesToLoopback(values.host);
     const running = await startHttpServer(app, {
@@ -276,6 +279,7 @@ export async function serveCommand(argv: string[], out: (text: string) => void):
       url: running.url,
       ...(values.console ? { console: running.url.replace(/\/mcp$/, '/console/') } : {}),
       db: database.label,
+      engine,
       allowed_hosts: running.policy.hosts.join(','),
       allowed_origins: running.policy.origins.join(','),
       ...(running.resource === undefined ? {} : { resource_metadata: running.resource.metadataUrl }),

@@ -1,3 +1,4 @@
+import { sqliteEngineOf } from './node-sqlite-database.js';
 import type { SqliteDatabase } from './sqlite-database.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
 
@@ -36,7 +37,10 @@ export function startBackgroundCheckpoints(
   if (String(db.pragma('journal_mode', { simple: true })).toLowerCase() !== 'wal') return undefined;
   let worker: WalCheckpointer;
   try {
-    worker = WalCheckpointer.start(path, { minFrames: BACKGROUND_CHECKPOINT_FRAMES });
+    worker = WalCheckpointer.start(path, {
+      minFrames: BACKGROUND_CHECKPOINT_FRAMES,
+      driver: sqliteEngineOf(db),
+    });
   } catch {
     return undefined;
   }

@@ -1,9 +1,14 @@
 import { accessSync, constants, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { storageUnavailable, type IdemError } from '../../core/errors.js';
+import { fromNodeSqlite, type NodeSqliteDatabaseSync } from './node-sqlite-database.js';
 import type { SqliteDatabase } from './sqlite-database.js';
-import { absolutePath, translateSqliteError } from './sqlite-errors.js';
+import { absolutePath, sqliteErrorCode, translateSqliteError } from './sqlite-errors.js';
+
+/** The SQLite engines Idem runs on: the better-sqlite3 addon, or Node's built-in `node:sqlite`. */
+export type SqliteDriverName = 'better-sqlite3' | 'node:sqlite';
 
 export interface OpenSqliteOptions {
   /**
@@ -18,6 +23,13 @@ export interface OpenSqliteOptions {
    * again from the OS; 32 MiB keeps them for about ten million receipts.
    */
   cacheMiB?: number;
+  /**
+   * Which engine opens the file. `'better-sqlite3'`: the native addon (an optional peer of this
+   * package). `'node:sqlite'`: Node's built-in SQLite (Node 22.16 or later), nothing to install.
+   * Default: better-sqlite3 when it is installed and its addon loads, else node:sqlite when this
+   * Node has it; `sqliteEngineOf(db)` says which one opened a database.
+   */
+  driver?: SqliteDriverName;
 }
 
 /**
@@ -27,19 +39,97 @@ export interface OpenSqliteOptions {
  * (retryable).
  */
 export function openSqlite(path: string, options: OpenSqliteOptions = {}): SqliteDatabase {
-  let db: Database.Database | undefined;
+  let db: SqliteDatabase | undefined;
   try {
-    db = new Database(path, { readonly: options.readonly ?? false });
+    db = openWith(options.driver, path, options.readonly ?? false);
     // WAL lets replays and reads proceed while a writer holds the lock.
     if (!options.readonly) db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
     db.pragma('foreign_keys = ON');
     db.pragma(`cache_size = ${-Math.max(1, Math.round((options.cacheMiB ?? 32) * 1024))}`);
-    return db as unknown as SqliteDatabase;
+    return db;
   } catch (error) {
-    db?.close();
+    if (db?.open === true) db.close();
     throw openFailure(path, error);
   }
+}
+
+const require = createRequire(import.meta.url);
+
+/** A driver that is not there: a peer not installed, an addon that does not load, a Node without it. */
+class MissingDriver extends Error {}
+
+/** How long a connection waits for another's lock while the schema is set up (better-sqlite3's default). */
+const OPEN_BUSY_TIMEOUT_MS = 5000;
+
+function openWith(driver: SqliteDriverName | undefined, path: string, readonly: boolean): SqliteDatabase {
+  if (driver !== undefined) {
+    try {
+      return driver === 'node:sqlite' ? openNode(path, readonly) : openBetter(path, readonly);
+    } catch (error) {
+      if (!(error instanceof MissingDriver)) throw error;
+      throw storageUnavailable(`the SQLite engine ${driver} is not available: ${error.message}`, {
+        retryable: false,
+        cause: { driverCode: 'ENODRIVER' },
+      });
+    }
+  }
+  try {
+    return openBetter(path, readonly);
+  } catch (error) {
+    if (!(error instanceof MissingDriver)) throw error;
+    try {
+      return openNode(path, readonly);
+    } catch (nodeError) {
+      if (!(nodeError instanceof MissingDriver)) throw nodeError;
+      throw storageUnavailable(
+        `no SQLite engine: better-sqlite3 is not installed or its addon does not load (${error.message}), ` +
+          `and this Node ${process.version} has no node:sqlite with what Idem needs (Node 22.16 or later). ` +
+          'Install better-sqlite3 (npm install better-sqlite3) or run a newer Node',
+        { retryable: false, cause: { driverCode: 'ENODRIVER' } },
+      );
+    }
+  }
+}
+
+function openBetter(path: string, readonly: boolean): SqliteDatabase {
+  let Database: typeof BetterSqlite3;
+  try {
+    Database = require('better-sqlite3') as typeof BetterSqlite3;
+  } catch (error) {
+    throw new MissingDriver(`cannot load better-sqlite3: ${(error as Error).message.split('\n')[0]}`);
+  }
+  try {
+    return new Database(path, { readonly }) as unknown as SqliteDatabase;
+  } catch (error) {
+    // The addon is loaded at the first connection: one built for another Node, or none built.
+    const code = (error as { code?: unknown }).code;
+    const message = String((error as Error).message);
+    if (code === 'ERR_DLOPEN_FAILED' || /bindings file|NODE_MODULE_VERSION/.test(message)) {
+      throw new MissingDriver(`better-sqlite3's addon does not load: ${message.split('\n')[0]}`);
+    }
+    throw error;
+  }
+}
+
+function openNode(path: string, readonly: boolean): SqliteDatabase {
+  let DatabaseSync: new (path: string, options: object) => NodeSqliteDatabaseSync;
+  try {
+    ({ DatabaseSync } = require('node:sqlite') as {
+      DatabaseSync: new (path: string, options: object) => NodeSqliteDatabaseSync;
+    });
+  } catch {
+    throw new MissingDriver(`Node ${process.version} has no node:sqlite`);
+  }
+  const db = new DatabaseSync(path, { readOnly: readonly, timeout: OPEN_BUSY_TIMEOUT_MS });
+  // isTransaction and setReturnArrays came in 22.16 and 24.0.
+  if (typeof db.isTransaction !== 'boolean') {
+    db.close();
+    throw new MissingDriver(
+      `node:sqlite of Node ${process.version} lacks isTransaction (Node 22.16 or later)`,
+    );
+  }
+  return fromNodeSqlite(db, { path, readonly });
 }
 
 /** Why `path` could not be opened, as precisely as the file system tells. */
@@ -52,9 +142,12 @@ function openFailure(path: string, error: unknown): IdemError {
       cause: { driverCode, path: file },
     });
   const dir = dirname(file);
-  const code = (error as { code?: unknown } | null)?.code;
-  // better-sqlite3 checks the directory itself and throws a TypeError without a code.
-  if (code === undefined && !exists(dir)) return refuse(`the directory ${dir} does not exist`, 'ENOENT');
+  const code = sqliteErrorCode(error);
+  // better-sqlite3 checks the directory itself and throws a TypeError without a code; node:sqlite
+  // answers SQLITE_CANTOPEN.
+  if ((code === undefined || code === 'SQLITE_CANTOPEN') && !exists(dir)) {
+    return refuse(`the directory ${dir} does not exist`, 'ENOENT');
+  }
   if (code !== 'SQLITE_CANTOPEN') return translateSqliteError(error, 0, path);
   if (isDirectory(file)) return refuse('it is a directory', 'EISDIR');
   const denied = writeRefusal(exists(file) ? file : dir);

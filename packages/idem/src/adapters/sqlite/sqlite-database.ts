@@ -1,5 +1,6 @@
 /**
- * The subset of better-sqlite3's `Database` that Idem uses. Declared here so that the port and
+ * The subset of better-sqlite3's `Database` that Idem uses (`fromNodeSqlite` gives node:sqlite the same
+ * shape). Declared here so that the port and
  * the executor never depend on the driver; any object with these methods will do.
  */
 export interface SqliteStatement {

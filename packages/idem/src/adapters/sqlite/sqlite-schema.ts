@@ -201,12 +201,7 @@ function addColumnIfAbsent(db: SqliteDatabase, table: string, column: string, ty
 export function migrateSqlite(db: SqliteDatabase, target: number = MIGRATIONS.length): number {
   db.exec('BEGIN IMMEDIATE');
   try {
-    let version = Number(db.pragma('user_version', { simple: true }));
-    for (; version < Math.min(target, MIGRATIONS.length); version += 1) {
-      const migration = MIGRATIONS[version] as string | ((db: SqliteDatabase) => void);
-      if (typeof migration === 'string') db.exec(migration);
-      else migration(db);
-    }
+    const version = runSqliteMigrations(db, Number(db.pragma('user_version', { simple: true })), target);
     db.pragma(`user_version = ${version}`);
     db.exec('COMMIT');
     return version;
@@ -214,6 +209,25 @@ export function migrateSqlite(db: SqliteDatabase, target: number = MIGRATIONS.le
     if (db.inTransaction) db.exec('ROLLBACK');
     throw error;
   }
+}
+
+/**
+ * The migrations after version `from` up to `target`, in the transaction the caller holds (where
+ * the version is kept is the caller's: `PRAGMA user_version` in migrateSqlite, a table of its own on
+ * Durable Object storage, which forbids that pragma); returns the version reached.
+ */
+export function runSqliteMigrations(
+  db: SqliteDatabase,
+  from: number,
+  target: number = MIGRATIONS.length,
+): number {
+  let version = from;
+  for (; version < Math.min(target, MIGRATIONS.length); version += 1) {
+    const migration = MIGRATIONS[version] as string | ((db: SqliteDatabase) => void);
+    if (typeof migration === 'string') db.exec(migration);
+    else migration(db);
+  }
+  return version;
 }
 
 /**

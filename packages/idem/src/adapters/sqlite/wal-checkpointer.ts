@@ -12,9 +12,10 @@ import { Worker } from 'node:worker_threads';
 const WORKER_SOURCE = `
 const { readSync, openSync, closeSync } = require('node:fs');
 const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.driver);
-const db = new Database(workerData.path, { fileMustExist: true });
-db.pragma('busy_timeout = 0');
+const db = workerData.driver === 'node:sqlite'
+  ? new (require('node:sqlite').DatabaseSync)(workerData.path)
+  : new (require(workerData.driver))(workerData.path, { fileMustExist: true });
+db.exec('PRAGMA busy_timeout = 0');
 const header = Buffer.alloc(136);
 let shm;
 function framesToCopy() {
@@ -32,7 +33,7 @@ function framesToCopy() {
 }
 function checkpoint() {
   try {
-    db.pragma('wal_checkpoint(PASSIVE)');
+    db.exec('PRAGMA wal_checkpoint(PASSIVE)');
   } catch (error) {
     // SQLITE_BUSY and the like: the next tick tries again; a checkpoint is never required here.
   }
@@ -58,6 +59,8 @@ export interface WalCheckpointerOptions {
    * page written by many commits be copied once.
    */
   minFrames?: number;
+  /** Which engine the worker's connection uses. Default `'better-sqlite3'`. */
+  driver?: 'better-sqlite3' | 'node:sqlite';
 }
 
 /**
@@ -80,7 +83,10 @@ export class WalCheckpointer {
 
   /** Starts a checkpointer for the database file at `path` (which must exist, in WAL mode). */
   static start(path: string, options: WalCheckpointerOptions = {}): WalCheckpointer {
-    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
+    const driver =
+      options.driver === 'node:sqlite'
+        ? 'node:sqlite'
+        : createRequire(import.meta.url).resolve('better-sqlite3');
     const worker = new Worker(WORKER_SOURCE, {
       eval: true,
       workerData: {
