@@ -8,7 +8,7 @@ import { createReactAgent } from '@langchain/langgraph/prebuilt';
 import { MultiServerMCPClient } from '@langchain/mcp-adapters';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { IntentJournal } from 'idem/client';
-import { idemLangChainTools, type LangChainMcpClient } from 'idem/langchain';
+import { callIdentity, idemLangChainTools, type LangChainMcpClient } from 'idem/langchain';
 import { noteIdsInDb } from '../helpers/client-fixtures.js';
 import {
   REPO_ROOT,
@@ -155,6 +155,29 @@ describe('LangChain.js in process', () => {
       .map((line) => JSON.parse(line) as Record<string, unknown>)
       .filter((line) => line.event === 'idem.agent.unkeyed_tools');
     expect(unkeyed).toHaveLength(1);
+  });
+
+  it('a key the model sends anyway is dropped: the call goes out with the key made from run id and call id', async () => {
+    const proxy = await faultProxy(server.url); // nothing armed: it only records what is sent
+    const { client } = await connected(proxy.url);
+    const runId = `run-${randomUUID()}`;
+    const idem = await idemLangChainTools(client, {
+      journal: IntentJournal.open(join(makeTempDir(), 'intents.sqlite')),
+      runId,
+    });
+    const body = `langchain model key ${randomUUID()}`;
+    const model = new ScriptedChatModel([
+      callOf('call-3', 'create_note', { workspace: 'default', body, idempotency_key: 'model-made' }),
+      new AIMessage('ok'),
+    ]);
+    const result = await createReactAgent({ llm: model, tools: idem.tools }).invoke({
+      messages: [{ role: 'user', content: 'write' }],
+    });
+    const [answer] = toolMessages(result.messages);
+    expect(JSON.parse(String(answer?.content))).toMatchObject({ status: 'succeeded', replayed: false });
+    const sends = proxy.callsOf('create_note');
+    expect(sends.map((send) => send.args.idempotency_key)).toEqual([callIdentity(runId, 'call-3').key]);
+    expect(noteIdsInDb(dbPath, body)).toHaveLength(1);
   });
 
   it('the same call id run again (a re-run step) resumes the journaled call: same key, no second note', async () => {

@@ -4,7 +4,7 @@ import { clientLogger } from '../../client/client-logger.js';
 import type { JournalIntent } from '../../client/intent-journal.js';
 import type { IntentOutcome } from '../../client/intent-outcome.js';
 import { KeyedCalls, type KeyedCallsOptions } from '../keyed-calls.js';
-import { takesKey, withoutKey, type InputSchema } from '../key-schema.js';
+import { argsWithoutKey, takesKey, withoutKey, type InputSchema } from '../key-schema.js';
 import { modelResult } from '../model-result.js';
 
 /**
@@ -44,6 +44,31 @@ export interface IdemLangChainTools {
     intentId: string,
     options?: { signal?: AbortSignal },
   ): Promise<{ output: Record<string, unknown>; outcome: IntentOutcome }>;
+}
+
+/**
+ * A keyed tool: a key argument the model sends anyway (it never sees one) is dropped before LangChain
+ * checks the input, which a schema with `additionalProperties: false` would otherwise refuse.
+ */
+class KeyedTool extends DynamicStructuredTool {
+  readonly #keyField: string;
+
+  constructor(
+    keyField: string,
+    fields: ConstructorParameters<typeof DynamicStructuredTool<Record<string, unknown>>>[0],
+  ) {
+    super(fields);
+    this.#keyField = keyField;
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the SDK's own generic signature
+  override async invoke(input: any, config?: any): Promise<any> {
+    const isToolCall = typeof input === 'object' && input !== null && input.type === 'tool_call';
+    const stripped = isToolCall
+      ? { ...input, args: argsWithoutKey(input.args, this.#keyField) }
+      : argsWithoutKey(input, this.#keyField);
+    return super.invoke(stripped, config);
+  }
 }
 
 /**
@@ -88,7 +113,7 @@ export async function idemLangChainTools(
     keyed.push(name);
     own.set(
       name,
-      new DynamicStructuredTool({
+      new KeyedTool(calls.keyField, {
         name,
         description: mcpTool.description ?? '',
         schema: withoutKey(mcpTool.inputSchema as InputSchema, calls.keyField) as Record<string, unknown>,
