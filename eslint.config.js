@@ -142,6 +142,12 @@ export default tseslint.config(
     },
   },
   {
+    files: ['packages/idem/src/frameworks/langchain/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [sdkV1, driver, ...frameworksBut('langchain')] }],
+    },
+  },
+  {
     files: ['packages/idem/src/frameworks/ai-sdk/**'],
     rules: { 'no-restricted-imports': ['error', { patterns: [sdkV1, driver, ...frameworksBut('ai-sdk')] }] },
   },

@@ -20,6 +20,7 @@ import {
   startServerProcess,
   type ServerProcess,
 } from '../helpers/mcp-fixtures.js';
+import { ensureExampleBuilt, lastJsonLine, spawnExample } from './ai-sdk-fixtures.js';
 import { FaultProxy } from './fault-proxy.js';
 
 // The OpenAI Agents JS adapter (idem/openai-agents) against a real `idem serve`, through a fault
@@ -84,9 +85,10 @@ async function faultProxy(): Promise<FaultProxy> {
 
 beforeAll(async () => {
   ensureBuilt();
+  ensureExampleBuilt('openai-agents-agent');
   dbPath = join(makeTempDir('idem-openai-agents-'), 'notes.sqlite');
   server = await startServerProcess({ args: ['--db', dbPath] });
-});
+}, 180_000);
 afterEach(async () => {
   for (const close of closing.splice(0).reverse()) await close().catch(() => undefined);
 });
@@ -176,5 +178,44 @@ describe('OpenAI Agents JS with idem/openai-agents', () => {
     expect(Object.keys(shown.parameters.properties)).toContain('idempotency_key');
     expect(noteIdsInDb(dbPath, body)).toHaveLength(2);
     expect(proxy.callsOf('create_note').map((send) => send.fate)).toEqual(['dropped', 'passed']);
+  });
+});
+
+describe('examples/openai-agents-agent.ts on a real idem serve', () => {
+  it('a lost answer: the same key is sent again and the note is replayed, one note', async () => {
+    const proxy = await faultProxy();
+    const body = `openai-agents example lost answer ${randomUUID()}`;
+    const state = makeTempDir('idem-openai-agents-state-');
+    const env = { IDEM_URL: proxy.url, NOTE_BODY: body, AGENT_STATE: state };
+    const result = await lastJsonLine(spawnExample('openai-agents-agent', env));
+
+    expect(result).toMatchObject({ status: 'succeeded', replayed: true });
+    expect(noteIdsInDb(dbPath, body)).toEqual([result.note_id]);
+    const sends = proxy.callsOf('create_note');
+    expect(sends.map((send) => send.fate)).toEqual(['dropped', 'passed']);
+    expect(sends[0]?.args.idempotency_key).toEqual(expect.any(String));
+    expect(sends[1]?.args).toEqual(sends[0]?.args);
+  });
+
+  it('killed between send and answer: restarted with the same state, it resumes the call (same key), one note', async () => {
+    const proxy = await new FaultProxy(server.url).arm({ fault: 'hold', tool: 'create_note' }).start();
+    closing.push(() => proxy.close());
+    const body = `openai-agents killed ${randomUUID()}`;
+    const state = makeTempDir('idem-openai-agents-state-');
+    const env = { IDEM_URL: proxy.url, NOTE_BODY: body, AGENT_STATE: state };
+
+    const first = spawnExample('openai-agents-agent', env);
+    await proxy.answered('create_note', 1); // the server acted; its answer is held
+    first.proc.kill('SIGKILL');
+    expect((await first.exited()).signal).toBe('SIGKILL');
+    expect(first.lines).toEqual([]);
+    expect(noteIdsInDb(dbPath, body)).toHaveLength(1);
+
+    const result = await lastJsonLine(spawnExample('openai-agents-agent', env));
+    expect(result).toMatchObject({ status: 'succeeded', replayed: true });
+    expect(noteIdsInDb(dbPath, body)).toEqual([result.note_id]);
+    const sends = proxy.callsOf('create_note');
+    expect(sends.map((send) => send.fate)).toEqual(['held', 'passed']);
+    expect(sends[1]?.args).toEqual(sends[0]?.args);
   });
 });

@@ -42,6 +42,7 @@ const PEER_OF: Record<string, string> = {
   './drizzle': 'drizzle-orm',
   './ai-sdk': 'ai',
   './openai-agents': '@openai/agents',
+  './langchain': '@langchain/core',
 };
 
 interface Run {
