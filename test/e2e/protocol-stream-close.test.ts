@@ -9,7 +9,7 @@ import { durableTool, idempotentTool } from '../../packages/idem/src/mcp/idempot
 import { registerIdemTool } from '../../packages/idem/src/mcp/register-idempotent-tool.js';
 import { startHttpServer, type RunningHttpServer } from '../../packages/idem-cli/src/server/http-server.js';
 import { TokenRegistry } from '../../packages/idem-cli/src/server/token-registry.js';
-import { openTestStore, type TestStore } from '../helpers/store-fixtures.js';
+import { openTestStore, type SqliteTestStore, type TestStore } from '../helpers/store-fixtures.js';
 import { openPostgresTestStore, postgresAvailable } from '../helpers/postgres-fixtures.js';
 
 // The 2026-07-28 revision: closing the stream is cancellation; the 2025 revisions cancel with
@@ -25,7 +25,7 @@ type Era = typeof REVISION_2026 | typeof REVISION_2025;
 const ERAS: readonly Era[] = [REVISION_2026, REVISION_2025];
 
 const BACKENDS = [
-  { name: 'sqlite', open: () => openTestStore() as Promise<TestStore> },
+  { name: 'sqlite', open: async (): Promise<TestStore> => openTestStore() },
   ...(postgresAvailable ? [{ name: 'postgres', open: () => openPostgresTestStore() }] : []),
 ];
 
@@ -56,7 +56,13 @@ afterEach(async () => {
 
 async function startHarness(
   open: () => Promise<TestStore>,
-  options: { authorize?: Authorize; inFlightWaitMs?: number; sharesStore?: boolean } = {},
+  options: {
+    authorize?: Authorize;
+    inFlightWaitMs?: number;
+    sharesStore?: boolean;
+    /** Awaited inside the transaction after the note is written (PostgreSQL's effect awaits it). */
+    afterInsert?: () => Promise<void>;
+  } = {},
 ): Promise<Harness> {
   const store = await open();
   const outcomes: string[] = [];
@@ -79,7 +85,10 @@ async function startHarness(
     version: 1,
     description: 'Writes a note.',
     inputSchema: z.object({ body: z.string() }),
-    effect: (app, args, context) => store.createNote.effect(app, { body: args.body }, context),
+    effect: (app, args, context) =>
+      store
+        .noteOperation(options.afterInsert === undefined ? {} : { afterInsert: options.afterInsert })
+        .effect(app, { body: args.body }, context),
   });
   const deploy = durableTool(executor, {
     name: 'start_deployment',
@@ -309,4 +318,54 @@ describe.each(BACKENDS)('a client that goes away while its call runs ($name)', (
       expect((await ledger.get(String(retry.operation_id)))?.status).toBe('accepted');
     });
   });
+});
+
+describe.each(BACKENDS)('a call re-issued while the first still runs ($name)', (backend) => {
+  it.each(ERAS)(
+    'era %s: new JSON-RPC id, same key: a bounded wait, one effect, the same note',
+    async (era) => {
+      const inEffect = gate();
+      const release = gate();
+      const postgres = backend.name === 'postgres';
+      const harness = await startHarness(backend.open, {
+        inFlightWaitMs: 300,
+        // PostgreSQL: the first call's effect waits, inside its transaction, until released.
+        ...(postgres
+          ? {
+              afterInsert: async () => {
+                inEffect.open();
+                await release.promise;
+              },
+            }
+          : {}),
+      });
+      // SQLite's effect runs synchronously: the first call is held instead by another connection
+      // that has the write lock, until released (within the store's lock timeout).
+      const locker = postgres ? undefined : openTestStore({ path: harness.store.path });
+      locker?.db.exec('BEGIN IMMEDIATE');
+      const args = { workspace: 'default', body: 'in flight', idempotency_key: `f-${randomUUID()}` };
+      const first = callTool(harness.url, era, 'create_note', args);
+      if (postgres) {
+        await inEffect.promise;
+        // The re-issued call waits its bound for the first, then for the identity's lock, and answers
+        // busy (retryable; nothing done by it): the first still holds the key, uncommitted.
+        const second = await callTool(harness.url, era, 'create_note', args).finally(() => release.open());
+        expect(second).toMatchObject({ status: 'rejected', error: { code: 'busy', retryable: true } });
+        const done = await first;
+        expect(done).toMatchObject({ status: 'succeeded', replayed: false });
+        const third = await callTool(harness.url, era, 'create_note', args);
+        expect(third).toMatchObject({ replayed: true, note_id: done.note_id });
+      } else {
+        const second = callTool(harness.url, era, 'create_note', args);
+        // Both calls are queued behind the lock (the second past its bounded wait); then released.
+        await new Promise((resolve) => setTimeout(resolve, 600));
+        (locker as SqliteTestStore).db.exec('ROLLBACK');
+        const answers = await Promise.all([first, second]);
+        expect(answers.map((answer) => answer.replayed).sort()).toEqual([false, true]);
+        expect(answers[0]?.note_id).toBe(answers[1]?.note_id);
+      }
+      await locker?.close();
+      expect(await harness.store.countNotes()).toBe(1);
+    },
+  );
 });
