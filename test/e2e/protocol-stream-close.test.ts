@@ -165,6 +165,9 @@ async function post(
   if (modern) {
     headers['Mcp-Method'] = String(message.method);
     if (typeof params.name === 'string') headers['Mcp-Name'] = params.name;
+    // The key argument is marked x-mcp-header: at this revision it travels as a header too.
+    const key = (params.arguments as { idempotency_key?: unknown } | undefined)?.idempotency_key;
+    if (typeof key === 'string') headers['Mcp-Param-Idempotency-Key'] = key;
   }
   const body = modern ? { ...message, params: { ...params, _meta: META } } : message;
   const response = await fetch(url, {
