@@ -146,6 +146,7 @@ describe('idem serve on the 2026-07-28 revision', () => {
       'Mcp-Method': 'tools/call',
       'Mcp-Name': 'create_note',
       'MCP-Protocol-Version': '2026-07-28',
+      'Mcp-Param-Idempotency-Key': key,
     });
     expect(done.status).toBe(200);
     type Wire = { resultType?: string; structuredContent: { replayed: boolean } };
@@ -160,6 +161,7 @@ describe('idem serve on the 2026-07-28 revision', () => {
         'Mcp-Method': 'tools/call',
         'Mcp-Name': 'create_note',
         'MCP-Protocol-Version': '2026-07-28',
+        'Mcp-Param-Idempotency-Key': key,
       },
     );
     expect((replay.body.result as Wire).structuredContent.replayed).toBe(true);
@@ -171,7 +173,12 @@ describe('idem serve on the 2026-07-28 revision', () => {
     const refusedKey = await rawPost(
       srv.url,
       { ...call, id: 5, params: { ...call.params, arguments: poisoned } },
-      { 'Mcp-Method': 'tools/call', 'Mcp-Name': 'create_note', 'MCP-Protocol-Version': '2026-07-28' },
+      {
+        'Mcp-Method': 'tools/call',
+        'Mcp-Name': 'create_note',
+        'MCP-Protocol-Version': '2026-07-28',
+        'Mcp-Param-Idempotency-Key': key,
+      },
     );
     type Refusal = { resultType?: string; isError?: boolean; structuredContent: { error: { code: string } } };
     expect(refusedKey.body.id).toBe(5);
@@ -179,6 +186,82 @@ describe('idem serve on the 2026-07-28 revision', () => {
     expect((refusedKey.body.result as Refusal).structuredContent.error.code).toBe('invalid_argument');
     expect((refusedKey.body.result as Refusal).resultType).toBe('complete');
     expect(replay.body.id).toBe(4);
+  });
+
+  it('the key travels as Mcp-Param-Idempotency-Key: marked in the listing, equal works, missing or disagreeing is -32020 (HTTP 400, nothing done), 2025 unaffected', async () => {
+    const srv = await startServerProcess({ args: ['--db', join(makeTempDir(), 'db.sqlite')] });
+    const listed = await rawPost(
+      srv.url,
+      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: META } },
+      { 'Mcp-Method': 'tools/list', 'MCP-Protocol-Version': '2026-07-28' },
+    );
+    type Listed = {
+      tools: { name: string; inputSchema: { properties: Record<string, Record<string, unknown>> } }[];
+    };
+    const createNote = (listed.body.result as Listed).tools.find((tool) => tool.name === 'create_note');
+    expect(createNote?.inputSchema.properties.idempotency_key?.['x-mcp-header']).toBe('Idempotency-Key');
+
+    const key = `h-${randomUUID()}`;
+    const call = (id: number, headers: Record<string, string>) =>
+      rawPost(
+        srv.url,
+        {
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: {
+            name: 'create_note',
+            arguments: { workspace: 'default', body: 'keyed header', idempotency_key: key },
+            _meta: META,
+          },
+        },
+        {
+          'Mcp-Method': 'tools/call',
+          'Mcp-Name': 'create_note',
+          'MCP-Protocol-Version': '2026-07-28',
+          ...headers,
+        },
+      );
+    const other = await call(1, { 'Mcp-Param-Idempotency-Key': `${key}-other` });
+    expect(other.status).toBe(400);
+    expect(other.body.id).toBe(1);
+    expect((other.body.error as { code: number }).code).toBe(-32020);
+    const missing = await call(2, {});
+    expect(missing.status).toBe(400);
+    expect((missing.body.error as { code: number }).code).toBe(-32020);
+    // Neither refusal used the key: the first call with the right header executes.
+    const done = await call(3, { 'Mcp-Param-Idempotency-Key': key });
+    expect(done.status).toBe(200);
+    expect(
+      (done.body.result as { structuredContent: { replayed: boolean } }).structuredContent.replayed,
+    ).toBe(false);
+
+    // An SDK client pinned to 2026-07-28 mirrors the key itself (after listing, or on its own
+    // recovery from -32020 when it calls first): it replays. A 2025 client sends no such header.
+    const pinned = new Client(
+      { name: 'idem-e2e-header', version: '0.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await pinned.connect(new StreamableHTTPClientTransport(new URL(srv.url)));
+    clients.push(pinned);
+    const args = { workspace: 'default', body: 'keyed header', idempotency_key: key };
+    expect((await callTool(pinned, 'create_note', args)).sc.replayed).toBe(true);
+    const legacy = await connect(srv.url, 'legacy');
+    expect((await callTool(legacy, 'create_note', args)).sc.replayed).toBe(true);
+    const legacyRaw = await rawPost(
+      srv.url,
+      {
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'tools/call',
+        params: { name: 'create_note', arguments: args },
+      },
+      { 'MCP-Protocol-Version': '2025-11-25' },
+    );
+    expect(legacyRaw.status).toBe(200);
+    expect(
+      (legacyRaw.body.result as { structuredContent: { replayed: boolean } }).structuredContent.replayed,
+    ).toBe(true);
   });
 
   it('idem serve --stdio: a pinned client and a 2025 client of the same database share receipts', async () => {

@@ -166,6 +166,24 @@ export class CheckConnection {
       clientName: 'idem-check',
       protocol: this.#protocol,
     });
+    await listForHeaders(this.#client, signal);
     return this.#client;
+  }
+}
+
+/**
+ * At MCP 2026-07-28 the SDK client mirrors arguments marked `x-mcp-header` (an Idem tool's
+ * `idempotency_key`) into `Mcp-Param-*` headers from its cached `tools/list`. Every new connection
+ * lists once, so that a row's first call carries them: otherwise the call would be refused -32020
+ * and sent again by the SDK, two `tools/call` on the wire where a row's transport fault counts one.
+ * A listing that fails is left to that path. The 2025 revisions mirror nothing: no listing there.
+ */
+async function listForHeaders(client: McpClient, signal: AbortSignal | undefined): Promise<void> {
+  const version = client.getNegotiatedProtocolVersion();
+  if (version === undefined || version < '2026-') return;
+  try {
+    await client.listTools({}, signal === undefined ? {} : { signal });
+  } catch {
+    signal?.throwIfAborted();
   }
 }

@@ -387,7 +387,8 @@ export class IdemClient {
     if (this.#connecting === undefined) {
       const connect = this.#connect;
       this.#connecting = connect({ signal })
-        .then((client) => {
+        .then(async (client) => {
+          await listForHeaders(client, signal);
           this.#client = client;
           return client;
         })
@@ -402,6 +403,23 @@ export class IdemClient {
     if (this.#client !== client) return;
     this.#client = undefined;
     if (this.#connect !== undefined) void client.close().catch(() => undefined);
+  }
+}
+
+/**
+ * At MCP 2026-07-28 the SDK client mirrors arguments marked `x-mcp-header` (Idem's
+ * `idempotency_key`) into `Mcp-Param-*` headers from its cached `tools/list`: list once per
+ * connection so that the first call already carries them. Without a listing a call goes out without
+ * the header, is refused -32020 before any tool runs, and the SDK lists and sends it again; so a
+ * listing that fails is left to that path. The 2025 revisions mirror nothing: no listing there.
+ */
+async function listForHeaders(client: McpClient, signal: AbortSignal): Promise<void> {
+  const version = client.getNegotiatedProtocolVersion();
+  if (version === undefined || version < '2026-') return;
+  try {
+    await client.listTools({}, { signal });
+  } catch {
+    signal.throwIfAborted();
   }
 }
 

@@ -34,13 +34,23 @@ export const workspaceField = z
   .max(128)
   .describe('The workspace to act in. It must be one that your credentials hold.');
 
-/** The `idempotency_key` argument every mutating Idem tool declares: 1 to 255 printable ASCII characters. */
+/** The `Mcp-Param-*` name the key travels under at MCP 2026-07-28: `Mcp-Param-Idempotency-Key`. */
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
+
+/**
+ * The `idempotency_key` argument every mutating Idem tool declares: 1 to 255 printable ASCII
+ * characters. Marked `x-mcp-header` (SEP-2243): at 2026-07-28 a client mirrors it into the
+ * `Mcp-Param-Idempotency-Key` header (gateways and logs see the key without reading bodies), and the
+ * SDK's handler refuses a call whose header is missing or disagrees with the body (-32020, HTTP 400,
+ * before the tool runs). The 2025 revisions ignore the mark.
+ */
 export const idempotencyKeyField = z
   .string()
   .min(1)
   .max(MAX_KEY_LENGTH)
   .regex(/^[\x20-\x7e]+$/, 'must contain only printable ASCII characters')
-  .describe('A key you generate once per intended action and reuse on every retry of that action.');
+  .describe('A key you generate once per intended action and reuse on every retry of that action.')
+  .meta({ 'x-mcp-header': IDEMPOTENCY_KEY_HEADER });
 
 /** The arguments an effect receives: the business fields plus `workspace` (never the key). */
 export type ToolArgs<Input extends ToolInput> = ArgsOf<Input> & { workspace: string };
