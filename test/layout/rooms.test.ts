@@ -58,6 +58,8 @@ describe('eslint.config.js keeps each package to its own files (idem/rooms)', ()
       'provider',
     ],
     [`${APPS}/server/fixture.ts`, "import { CliError } from '../cli/cli-error.js';", 'cli'],
+    [`${APPS}/proxy/fixture.ts`, "import { CliError } from '../cli/cli-error.js';", 'cli'],
+    [`${APPS}/newroom/fixture.ts`, "import { readBody } from '../server/read-body.js';", 'server'],
   ])('refuses %s importing another application than allowed (%s)', async (path, code, to) => {
     expect(await roomsMessages(path, code)).toEqual([
       `The application src/${path.split('/')[3]} must not import the application src/${to}.`,
@@ -66,6 +68,7 @@ describe('eslint.config.js keeps each package to its own files (idem/rooms)', ()
 
   it.each([
     [`${APPS}/cli/fixture.ts`, "import { ReferenceApp } from '../server/reference-app.js';"],
+    [`${APPS}/proxy/fixture.ts`, "import { readBody } from '../server/read-body.js';"],
     [`${APPS}/cli/check/fixture.ts`, "import { startProvider } from '../../provider/provider-server.js';"],
     [`${APPS}/server/fixture.ts`, "import { Executor } from 'idem';"],
     [`${APPS}/server/fixture.ts`, "import { registerIdempotentTool } from 'idem/mcp';"],
@@ -73,5 +76,17 @@ describe('eslint.config.js keeps each package to its own files (idem/rooms)', ()
     [`${LIB}/mcp/fixture.ts`, "import { toIdemError } from '../core/errors.js';"],
   ])('lets %s import what it may', async (path, code) => {
     expect(await roomsMessages(path, code)).toEqual([]);
+  });
+});
+
+describe('every application folder is named in the import rule', () => {
+  it('APPLICATION_IMPORTS names each folder of packages/idem-cli/src', async () => {
+    const { readdirSync } = await import('node:fs');
+    const { APPLICATION_IMPORTS } = await import('../../scripts/eslint-rooms.mjs');
+    const folders = readdirSync(join(REPO_ROOT, APPS), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name)
+      .sort();
+    expect(Object.keys(APPLICATION_IMPORTS).sort()).toEqual(folders);
   });
 });
