@@ -16,7 +16,8 @@ export type FrameworkSend = (
  * a JSON-RPC error (a negative integer `code`) is a `ProtocolError` (definitive: nothing to retry),
  * an HTTP status (`statusCode` or `status`) an `SdkHttpError`; anything else is left as it is, which
  * the client treats as "may have reached the server": retried with the same key. The framework owns
- * the connection: `close()` leaves it open.
+ * the connection: `close()` leaves it open. It has the members `IdemClient` uses of a connection
+ * (`transport`, `callTool`, `close`, `getNegotiatedProtocolVersion`): one it gains must be added here.
  */
 export function frameworkConnection(send: FrameworkSend): McpClient {
   const connection = {
@@ -33,6 +34,11 @@ export function frameworkConnection(send: FrameworkSend): McpClient {
       }
     },
     async close(): Promise<void> {},
+    // The framework's client negotiated the revision and mirrors any headers itself: nothing for
+    // IdemClient to list on its behalf.
+    getNegotiatedProtocolVersion(): string | undefined {
+      return undefined;
+    },
   };
   return connection as unknown as McpClient;
 }
