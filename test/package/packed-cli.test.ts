@@ -71,6 +71,9 @@ function recordedValues(): Record<string, string[]> {
 const NEEDS_PEER: Record<string, string> = {
   './kysely': 'kysely',
   './drizzle': 'drizzle-orm',
+  './ai-sdk': 'ai',
+  './openai-agents': '@openai/agents',
+  './langchain': '@langchain/core',
 };
 const INITIALIZE = {
   jsonrpc: '2.0',
